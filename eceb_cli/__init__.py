@@ -1,0 +1,1 @@
+"""The ``eceb`` command line (click). Entry point: :func:`eceb_cli.main.main`."""

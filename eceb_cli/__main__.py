@@ -1,0 +1,3 @@
+from eceb_cli.main import main
+
+main()

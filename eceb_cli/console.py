@@ -1,0 +1,74 @@
+"""Terminal behaviour shared by the commands: error reports mapped to exit
+codes, progress bars, worker defaults."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from tqdm import tqdm
+
+from eceb_cli import exit_codes
+from eceb_worker.errors import InputError, StorageError, VerificationError
+
+__all__ = ["default_workers", "handle_errors", "progress", "report_input_error"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def report_input_error(error: InputError) -> None:
+    """Print every problem of ``error`` on stderr, one a line, then a count."""
+    for problem in error.problems:
+        click.echo(f"error: {problem}", err=True)
+    count = len(error.problems)
+    click.echo(f"{count} problem{'s' if count != 1 else ''}; nothing was written.", err=True)
+
+
+def handle_errors(command: F) -> F:
+    """Map eceb's exceptions to their documented exit codes (``exit_codes``)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except InputError as exc:
+            report_input_error(exc)
+            sys.exit(exit_codes.BAD_INPUT)
+        except VerificationError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exit_codes.VERIFICATION_FAILED)
+        except StorageError as exc:
+            click.echo(f"error: storage: {exc}", err=True)
+            sys.exit(exit_codes.STORAGE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def default_workers() -> int:
+    """Worker processes used when ``--workers`` is not given: one per usable core."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@contextmanager
+def progress(description: str, total: int, unit: str = "file") -> Iterator[Callable[[int], object]]:
+    """A tqdm progress bar on stderr when it is a terminal, silent otherwise.
+
+    Yields ``advance(n)``.
+    """
+    with tqdm(
+        total=total,
+        desc=description,
+        unit=unit,
+        unit_scale=True,
+        disable=not sys.stderr.isatty(),
+        file=sys.stderr,
+        leave=False,
+    ) as bar:
+        yield bar.update

@@ -1,0 +1,29 @@
+"""Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
+
+======  ==========================================================
+code    meaning
+======  ==========================================================
+0       success: the corpus verified / all tasks pass
+1       evaluated, with failing tasks (``eceb evaluate``)
+2       usage error: unknown option, missing argument (click)
+3       bad input: a registry, rules, benchmark or run file is invalid
+4       corpus verification failed: missing, stale, unreadable or
+        escaping artifacts
+5       storage unavailable: the corpus could not be read at all
+70      internal error (a bug: please report it)
+======  ==========================================================
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["BAD_INPUT", "INTERNAL", "OK", "STORAGE", "TASKS_FAILED", "USAGE", "VERIFICATION_FAILED"]
+
+OK: Final = 0
+TASKS_FAILED: Final = 1
+USAGE: Final = 2
+BAD_INPUT: Final = 3
+VERIFICATION_FAILED: Final = 4
+STORAGE: Final = 5
+INTERNAL: Final = 70

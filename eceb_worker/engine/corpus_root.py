@@ -1,0 +1,65 @@
+"""The ECEB corpus root (ECEB-0.1 §5).
+
+::
+
+    BLAKE3("symgliph:eceb:corpus:v0.1\\0" ||
+           canonical_json(sorted_artifact_1) || "\\n" || ... ||
+           canonical_json(sorted_artifact_n) || "\\n")
+
+Each record is the five §5 fields of :class:`~eceb_worker.engine.artifacts.Artifact`
+in RFC 8785 canonical form; records are sorted by their canonical bytes
+(unsigned bytewise), and every record, the last included, is followed by one
+``"\\n"`` (0x0A). See docs/INTERPRETATIONS.md, "Corpus root framing".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+import blake3
+import msgspec
+
+from eceb_worker.engine.artifacts import Artifact
+
+__all__ = ["CORPUS_ROOT_DOMAIN", "canonical_record", "corpus_root", "corpus_root_of_sorted"]
+
+CORPUS_ROOT_DOMAIN: Final = b"symgliph:eceb:corpus:v0.1\x00"
+
+
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+def canonical_record(artifact: Artifact) -> bytes:
+    """RFC 8785 bytes of the artifact's five §5 fields (no trailing newline).
+
+    The record holds only ASCII keys and string values, for which msgspec's
+    sorted-key encoding produces exactly the RFC 8785 bytes (literal UTF-8,
+    the same short escapes, lowercase ``\\u00xx`` for other controls); the
+    test suite pins this against the ``rfc8785`` package over arbitrary
+    Unicode. Strings decoded by msgspec never hold lone surrogates.
+    """
+    return _ENCODER.encode(artifact.root_record())
+
+
+def corpus_root_of_sorted(records: Iterable[bytes]) -> str:
+    """Corpus root over canonical records already in ascending byte order.
+
+    Streams: memory stays constant whatever the number of records. The caller
+    guarantees the order (see :func:`corpus_root` for unsorted input).
+    Returns 64 lowercase hex characters.
+    """
+    hasher = blake3.blake3(CORPUS_ROOT_DOMAIN)
+    for record in records:
+        hasher.update(record)
+        hasher.update(b"\n")
+    return hasher.hexdigest()
+
+
+def corpus_root(artifacts: Iterable[Artifact]) -> str:
+    """Corpus root of artifacts in any order (ECEB-0.1 §5).
+
+    Returns 64 lowercase hex characters; the same for every permutation of
+    ``artifacts``.
+    """
+    return corpus_root_of_sorted(sorted(canonical_record(a) for a in artifacts))

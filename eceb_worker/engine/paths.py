@@ -1,0 +1,43 @@
+"""Portable corpus-relative paths (ECEB-0.1 §5: "a portable corpus-relative path")."""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["path_problems"]
+
+
+def path_problems(path: str) -> list[str]:
+    """Every reason ``path`` is not a portable corpus-relative path; ``[]`` if it is.
+
+    A portable path is non-empty valid UTF-8 (no lone surrogate), uses ``/``
+    as its only separator, is relative (no leading ``/``, no drive letter such
+    as ``C:``), has no empty, ``.`` or ``..`` segment (so no trailing ``/``
+    either), and contains no backslash, NUL or other control character
+    (Unicode category Cc).
+    """
+    if path == "":
+        return ["is empty"]
+    reasons: list[str] = []
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        reasons.append("is not valid UTF-8 (contains a lone surrogate)")
+    if path.startswith("/"):
+        reasons.append("is absolute (starts with '/')")
+    if len(path) >= 2 and path[1] == ":" and path[0].isascii() and path[0].isalpha():
+        reasons.append("starts with a drive letter")
+    if "\\" in path:
+        reasons.append("contains a backslash")
+    controls = sorted({f"U+{ord(c):04X}" for c in path if unicodedata.category(c) == "Cc"})
+    if controls:
+        reasons.append(f"contains control characters ({', '.join(controls)})")
+    segments = path.split("/")
+    inner = segments[1:] if path.startswith("/") else segments
+    if any(s == "" for s in inner):
+        reasons.append("has an empty segment")
+    if any(s == "." for s in segments):
+        reasons.append("has a '.' segment")
+    if any(s == ".." for s in segments):
+        reasons.append("has a '..' segment")
+    return reasons

@@ -1,0 +1,183 @@
+"""Corpus registries: reading, validating and writing (ECEB-0.1 §5).
+
+Format (JSON Lines, UTF-8, one JSON object a line)::
+
+    {"artifact_count":2,"corpus_root":"…","schema":"symgliph.eceb/registry-v0.1"}
+    {"artifact_id":"…","classification":"…","kind":"…","path":"…","size_bytes":…,"source_digest":"…"}
+    …
+
+Line 1 validates against ``schema/registry-header-v0.1.json``, every further
+line against ``schema/artifact-v0.1.json``. Written registries list artifacts
+in corpus-root order; a reader accepts any order. Blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import IO, Final
+
+import msgspec
+
+from eceb_worker.engine.artifacts import Artifact, RegistryHeader
+from eceb_worker.engine.corpus_root import canonical_record, corpus_root_of_sorted
+from eceb_worker.engine.paths import path_problems
+from eceb_worker.engine.validation import record_problems
+from eceb_worker.engine.vocabulary import REGISTRY_SCHEMA
+from eceb_worker.errors import InputError, Problem
+
+__all__ = ["Registry", "build_registry", "read_registry", "registry_lines"]
+
+_HEADER_DECODER: Final = msgspec.json.Decoder(RegistryHeader)
+_ARTIFACT_DECODER: Final = msgspec.json.Decoder(Artifact)
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+# A path with no separator problem, no control character and no surrogate;
+# '.'/'..' segments and drive letters are checked separately.
+_PLAIN_PATH: Final = re.compile(r"[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+(?:/[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+)*")
+
+
+class Registry(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated corpus registry.
+
+    Fields:
+        header: the registry header; ``header.corpus_root`` is verified.
+        artifacts: every artifact, sorted in corpus-root order (by canonical
+            record bytes), so index ranges name stable shards.
+    """
+
+    header: RegistryHeader
+    artifacts: tuple[Artifact, ...]
+
+    @property
+    def corpus_root(self) -> str:
+        """The corpus root (ECEB-0.1 §5), 64 lowercase hex characters."""
+        return self.header.corpus_root
+
+
+def _path_ok(path: str) -> bool:
+    if not _PLAIN_PATH.fullmatch(path):
+        return False
+    if len(path) >= 2 and path[1] == ":" and path[0].isascii() and path[0].isalpha():
+        return False
+    return not any(segment in (".", "..") for segment in path.split("/"))
+
+
+def build_registry(artifacts: Iterable[Artifact]) -> Registry:
+    """Sort artifacts into corpus-root order and compute the header.
+
+    Does not validate: callers pass artifacts that are already valid (see
+    :func:`read_registry` for untrusted input).
+    """
+    keyed = sorted((canonical_record(a), a) for a in artifacts)
+    root = corpus_root_of_sorted(record for record, _ in keyed)
+    header = RegistryHeader(schema=REGISTRY_SCHEMA, artifact_count=len(keyed), corpus_root=root)
+    return Registry(header=header, artifacts=tuple(a for _, a in keyed))
+
+
+def _numbered_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            yield number, line
+
+
+def read_registry(stream: IO[bytes], name: str) -> Registry:
+    """Read and validate a registry from a binary stream.
+
+    ``name`` is how problems name the file. Checks every line: JSON syntax
+    and UTF-8, field types, unknown fields, kind and classification
+    vocabularies, digest format, portable paths, duplicate ``artifact_id``
+    and duplicate ``path``; then the header's ``artifact_count`` and
+    ``corpus_root`` against the lines. Raises :class:`InputError` holding
+    every problem found; returns the :class:`Registry` otherwise.
+    """
+    problems: list[Problem] = []
+    lines = _numbered_lines(stream)
+    header: RegistryHeader | None = None
+    first = next(lines, None)
+    if first is None:
+        raise InputError([Problem(file=name, message="is empty: a registry starts with its header line")])
+    number, raw = first
+    try:
+        header = _HEADER_DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        problems.extend(record_problems(raw, "registry-header-v0.1.json", file=name, record=f"line {number} (header)"))
+
+    artifacts: list[Artifact] = []
+    first_line_of_id: dict[str, int] = {}
+    first_line_of_path: dict[str, int] = {}
+    for number, raw in lines:
+        where = f"line {number}"
+        try:
+            artifact = _ARTIFACT_DECODER.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            problems.extend(record_problems(raw, "artifact-v0.1.json", file=name, record=where))
+            artifact = None
+            path = _raw_path(raw)
+        else:
+            path = artifact.path
+        if path is not None and not _path_ok(path):
+            problems.extend(
+                Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")
+                for reason in path_problems(path)
+            )
+        if artifact is None:
+            continue
+        seen = first_line_of_id.setdefault(artifact.artifact_id, number)
+        if seen != number:
+            problems.append(
+                Problem(
+                    file=name,
+                    record=where,
+                    field="artifact_id",
+                    message=f"duplicate artifact_id {artifact.artifact_id!r} (first on line {seen})",
+                )
+            )
+        seen = first_line_of_path.setdefault(artifact.path, number)
+        if seen != number:
+            problems.append(
+                Problem(file=name, record=where, field="path", message=f"duplicate path {artifact.path!r} (first on line {seen})")
+            )
+        artifacts.append(artifact)
+
+    if problems:
+        raise InputError(problems)
+    assert header is not None
+    registry = build_registry(artifacts)
+    if header.artifact_count != registry.header.artifact_count:
+        problems.append(
+            Problem(
+                file=name,
+                record="line 1 (header)",
+                field="artifact_count",
+                message=f"declares {header.artifact_count} artifacts but the file lists {registry.header.artifact_count}",
+            )
+        )
+    if header.corpus_root != registry.header.corpus_root:
+        problems.append(
+            Problem(
+                file=name,
+                record="line 1 (header)",
+                field="corpus_root",
+                message=f"declares {header.corpus_root} but the listed artifacts give {registry.header.corpus_root}",
+            )
+        )
+    if problems:
+        raise InputError(problems)
+    return registry
+
+
+def _raw_path(raw: bytes) -> str | None:
+    """The ``path`` string of a record that failed to decode, if it has one."""
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    path = value.get("path") if isinstance(value, dict) else None
+    return path if isinstance(path, str) and path else None
+
+
+def registry_lines(registry: Registry) -> Iterator[bytes]:
+    """The registry's JSON Lines, each with its final ``\\n``: header first."""
+    yield _ENCODER.encode(registry.header) + b"\n"
+    for artifact in registry.artifacts:
+        yield _ENCODER.encode(artifact) + b"\n"

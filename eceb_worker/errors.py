@@ -1,0 +1,115 @@
+"""Every exception eceb raises on purpose, under one root.
+
+Hierarchy::
+
+    EcebError                    root; never raised itself
+    ├── InputError               bad input; carries every Problem found in it
+    ├── VerificationError        the corpus does not match its registry (ECEB-0.1 §5)
+    └── StorageError             a storage backend failed as a whole (unreachable,
+                                 refused, missing bucket): nothing was judged
+        └── ArtifactReadError    one artifact could not be read
+            ├── ArtifactMissing         no object at the artifact's path
+            ├── ArtifactOutsideCorpus   the path resolves outside the corpus directory
+            └── ArtifactUnreadable      the object exists but its bytes cannot be read
+
+The CLI maps each class to an exit code (``eceb_cli.exit_codes``). Messages
+never contain credentials: storage locations are always given in their
+redacted form.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = [
+    "ArtifactMissing",
+    "ArtifactOutsideCorpus",
+    "ArtifactReadError",
+    "ArtifactUnreadable",
+    "EcebError",
+    "InputError",
+    "Problem",
+    "StorageError",
+    "VerificationError",
+]
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True, order=True):
+    """One defect of one input, located as precisely as the input allows.
+
+    Fields:
+        file: the input's name as the user gave it (path or URL, redacted).
+        record: where in the file, e.g. ``"line 12"`` or ``"tasks[3]"``; ``""``
+            when the problem concerns the whole file.
+        field: the field inside the record, e.g. ``"path"``; ``""`` when the
+            problem concerns the whole record.
+        message: what is wrong, in plain words.
+    """
+
+    file: str
+    record: str = ""
+    field: str = ""
+    message: str
+
+    def __str__(self) -> str:
+        where = ", ".join(part for part in (self.file, self.record) if part)
+        field = f" field {self.field!r}:" if self.field else ""
+        return f"{where}:{field} {self.message}"
+
+
+class EcebError(Exception):
+    """Root of every error eceb raises on purpose."""
+
+
+class InputError(EcebError):
+    """An input file is malformed or inconsistent.
+
+    ``problems`` holds every problem found in the input, in input order, so
+    that one run reports all of them together. Raised before any output is
+    written.
+    """
+
+    def __init__(self, problems: list[Problem]) -> None:
+        if not problems:
+            raise ValueError("InputError needs at least one problem")
+        self.problems = list(problems)
+        first = self.problems[0]
+        more = len(self.problems) - 1
+        suffix = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
+        super().__init__(f"{first}{suffix}")
+
+
+class VerificationError(EcebError):
+    """The corpus differs from its registry: missing, stale, unreadable or
+    escaping artifacts (ECEB-0.1 §5). ``report`` is the full verification
+    report (an ``eceb_worker.engine.verification.VerificationReport``)."""
+
+    def __init__(self, message: str, report: object) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class StorageError(EcebError):
+    """A storage backend failed as a whole; no artifact was judged by it."""
+
+
+class ArtifactReadError(StorageError):
+    """One artifact could not be read. ``path`` is its corpus-relative path."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+class ArtifactMissing(ArtifactReadError):
+    """No file or object exists at the artifact's path."""
+
+
+class ArtifactOutsideCorpus(ArtifactReadError):
+    """The artifact's path resolves (through a symbolic link) outside the corpus."""
+
+
+class ArtifactUnreadable(ArtifactReadError):
+    """The artifact exists but its bytes could not be read (permissions, I/O
+    error, not a regular file)."""

@@ -1,0 +1,40 @@
+"""Local files: reading inputs with located errors, writing outputs atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from eceb_worker.errors import InputError, Problem
+
+__all__ = ["atomic_write", "read_input"]
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of an input file; raises :class:`InputError` naming it when it
+    cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
+
+
+def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to ``path`` so that readers see the old file or the
+    complete new one, never a part: a temporary file in the same directory,
+    flushed to disk, then renamed over ``path``. On any failure the temporary
+    file is removed and ``path`` is untouched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,1 @@
+"""Loopback S3-compatible server fixture (moto server mode)."""
