@@ -1,5 +1,7 @@
-"""Terminal behaviour shared by the commands: error reports mapped to exit
-codes, progress bars, worker defaults."""
+"""
+Terminal behaviour shared by the commands: error reports mapped to exit
+codes, progress bars, worker defaults.
+"""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ def default_workers() -> int:
 
 @contextmanager
 def progress(description: str, total: int, unit: str = "file") -> Iterator[Callable[[int], object]]:
-    """A tqdm progress bar on stderr when it is a terminal, silent otherwise.
+    """
+    A tqdm progress bar on stderr when it is a terminal, silent otherwise.
 
     Yields ``advance(n)``.
     """

@@ -66,14 +66,25 @@ def corpus() -> None:
 
 @corpus.command()
 @click.argument("source")
-@click.option("--rules", "rules_path", type=click.Path(path_type=Path, dir_okay=False), required=True, help="TOML rules file.")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Registry file to write.")
+@click.option(
+    "--rules", "rules_path", type=click.Path(path_type=Path, dir_okay=False), required=True, help="TOML rules file."
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Registry file to write."
+)
 @_source_options
 @handle_errors
 def register(
-    source: str, rules_path: Path, output: Path, endpoint_url: str | None, workers: int, concurrency: int, shard_bytes: int
+    source: str,
+    rules_path: Path,
+    output: Path,
+    endpoint_url: str | None,
+    workers: int,
+    concurrency: int,
+    shard_bytes: int,
 ) -> None:
-    """Build the registry of every file under SOURCE (a directory or s3://bucket/prefix).
+    """
+    Build the registry of every file under SOURCE (a directory or s3://bucket/prefix).
 
     Each file's kind and classification come from the rules file (first
     matching glob wins); its artifact_id is its corpus-relative path. A file
@@ -127,7 +138,8 @@ def verify(
     concurrency: int,
     shard_bytes: int,
 ) -> None:
-    """Re-hash every artifact of REGISTRY from SOURCE and report every missing,
+    """
+    Re-hash every artifact of REGISTRY from SOURCE and report every missing,
     stale, unreadable or escaping artifact.
 
     Exit 0 when all verify, 4 when any does not, 3 for an invalid registry,
@@ -157,7 +169,10 @@ def _print_report(report: VerificationReport) -> None:
         if finding.artifact_id != finding.path:
             line += f"  (artifact {finding.artifact_id})"
         if finding.status == "stale":
-            line += f"  expected {finding.expected_digest} ({finding.expected_size} bytes), found {finding.observed_digest} ({finding.observed_size} bytes)"
+            line += (
+                f"  expected {finding.expected_digest} ({finding.expected_size} bytes),"
+                f" found {finding.observed_digest} ({finding.observed_size} bytes)"
+            )
         elif finding.detail:
             line += f"  {finding.detail}"
         click.echo(line, err=True)

@@ -1,4 +1,5 @@
-"""Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
+"""
+Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
 
 ======  ==========================================================
 code    meaning

@@ -1,5 +1,7 @@
-"""Corpus jobs: build a registry from a corpus, verify a corpus against its
-registry (ECEB-0.1 §5). Wires the engine to a storage adapter and an executor."""
+"""
+Corpus jobs: build a registry from a corpus, verify a corpus against its
+registry (ECEB-0.1 §5). Wires the engine to a storage adapter and an executor.
+"""
 
 from __future__ import annotations
 
@@ -34,9 +36,10 @@ def verify_corpus(
     *,
     executor: ShardExecutor | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
-    on_shard: Callable[[ShardVerification], None] | None = None,
+    on_shard: Callable[[ShardVerification], object] | None = None,
 ) -> VerificationReport:
-    """Re-hash every registered artifact from ``spec``'s storage (ECEB-0.1 §5).
+    """
+    Re-hash every registered artifact from ``spec``'s storage (ECEB-0.1 §5).
 
     Returns the report (``report.ok`` tells whether the corpus verified).
     Raises ``StorageError`` when the storage as a whole fails.
@@ -59,10 +62,11 @@ def register_corpus(
     rules_name: str,
     executor: ShardExecutor | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
-    on_batch: Callable[[list[HashOutcome]], None] | None = None,
+    on_batch: Callable[[list[HashOutcome]], object] | None = None,
     on_listed: Callable[[int, int], None] | None = None,
 ) -> Registry:
-    """Build the registry of every file in a corpus.
+    """
+    Build the registry of every file in a corpus.
 
     Kind and classification come from ``rules`` (first match wins); the
     ``artifact_id`` of a file is its corpus-relative path. ``on_listed`` gets
@@ -102,17 +106,19 @@ def register_corpus(
     batches = [paths[s.start : s.end] for s in shards]
     outcomes = [o for batch in executor.hash_paths(spec, batches, on_batch) for o in batch]
     artifacts: list[Artifact] = []
-    for entry, outcome in zip(classified, outcomes, strict=True):
+    for item, outcome in zip(classified, outcomes, strict=True):
         if outcome.status != "ok":
             detail = f": {outcome.detail}" if outcome.detail else ""
-            problems.append(Problem(file=location, record=entry.path, message=f"{outcome.status.replace('_', ' ')}{detail}"))
+            problems.append(
+                Problem(file=location, record=item.path, message=f"{outcome.status.replace('_', ' ')}{detail}")
+            )
             continue
         artifacts.append(
             Artifact(
-                artifact_id=entry.path,
-                path=entry.path,
-                kind=entry.kind,
-                classification=entry.classification,
+                artifact_id=item.path,
+                path=item.path,
+                kind=item.kind,
+                classification=item.classification,
                 source_digest=outcome.digest,
                 size_bytes=outcome.size_bytes,
             )

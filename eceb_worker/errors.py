@@ -1,4 +1,5 @@
-"""Every exception eceb raises on purpose, under one root.
+"""
+Every exception eceb raises on purpose, under one root.
 
 Hierarchy::
 
@@ -35,7 +36,8 @@ __all__ = [
 
 
 class Problem(msgspec.Struct, frozen=True, kw_only=True, order=True):
-    """One defect of one input, located as precisely as the input allows.
+    """
+    One defect of one input, located as precisely as the input allows.
 
     Fields:
         file: the input's name as the user gave it (path or URL, redacted).
@@ -62,7 +64,8 @@ class EcebError(Exception):
 
 
 class InputError(EcebError):
-    """An input file is malformed or inconsistent.
+    """
+    An input file is malformed or inconsistent.
 
     ``problems`` holds every problem found in the input, in input order, so
     that one run reports all of them together. Raised before any output is
@@ -80,9 +83,11 @@ class InputError(EcebError):
 
 
 class VerificationError(EcebError):
-    """The corpus differs from its registry: missing, stale, unreadable or
+    """
+    The corpus differs from its registry: missing, stale, unreadable or
     escaping artifacts (ECEB-0.1 §5). ``report`` is the full verification
-    report (an ``eceb_worker.engine.verification.VerificationReport``)."""
+    report (an ``eceb_worker.engine.verification.VerificationReport``).
+    """
 
     def __init__(self, message: str, report: object) -> None:
         super().__init__(message)
@@ -111,5 +116,7 @@ class ArtifactOutsideCorpus(ArtifactReadError):
 
 
 class ArtifactUnreadable(ArtifactReadError):
-    """The artifact exists but its bytes could not be read (permissions, I/O
-    error, not a regular file)."""
+    """
+    The artifact exists but its bytes could not be read (permissions, I/O
+    error, not a regular file).
+    """

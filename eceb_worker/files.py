@@ -13,8 +13,10 @@ __all__ = ["atomic_write", "read_input"]
 
 
 def read_input(path: Path) -> bytes:
-    """The bytes of an input file; raises :class:`InputError` naming it when it
-    cannot be read."""
+    """
+    The bytes of an input file; raises :class:`InputError` naming it when it
+    cannot be read.
+    """
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -22,10 +24,12 @@ def read_input(path: Path) -> bytes:
 
 
 def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
-    """Write ``chunks`` to ``path`` so that readers see the old file or the
+    """
+    Write ``chunks`` to ``path`` so that readers see the old file or the
     complete new one, never a part: a temporary file in the same directory,
     flushed to disk, then renamed over ``path``. On any failure the temporary
-    file is removed and ``path`` is untouched."""
+    file is removed and ``path`` is untouched.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
@@ -34,7 +38,7 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, path)
+        Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,4 +1,5 @@
-"""Corpus registries: reading, validating and writing (ECEB-0.1 §5).
+"""
+Corpus registries: reading, validating and writing (ECEB-0.1 §5).
 
 Format (JSON Lines, UTF-8, one JSON object a line)::
 
@@ -22,7 +23,7 @@ import msgspec
 from eceb_worker.engine.artifacts import Artifact, RegistryHeader
 from eceb_worker.engine.corpus_root import canonical_record, corpus_root_of_sorted
 from eceb_worker.engine.paths import path_problems
-from eceb_worker.engine.validation import record_problems
+from eceb_worker.engine.validation import decode_lenient, record_problems
 from eceb_worker.engine.vocabulary import REGISTRY_SCHEMA
 from eceb_worker.errors import InputError, Problem
 
@@ -37,7 +38,8 @@ _PLAIN_PATH: Final = re.compile(r"[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+(?:/[^/\
 
 
 class Registry(msgspec.Struct, frozen=True, kw_only=True):
-    """A validated corpus registry.
+    """
+    A validated corpus registry.
 
     Fields:
         header: the registry header; ``header.corpus_root`` is verified.
@@ -63,7 +65,8 @@ def _path_ok(path: str) -> bool:
 
 
 def build_registry(artifacts: Iterable[Artifact]) -> Registry:
-    """Sort artifacts into corpus-root order and compute the header.
+    """
+    Sort artifacts into corpus-root order and compute the header.
 
     Does not validate: callers pass artifacts that are already valid (see
     :func:`read_registry` for untrusted input).
@@ -81,7 +84,8 @@ def _numbered_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
 
 
 def read_registry(stream: IO[bytes], name: str) -> Registry:
-    """Read and validate a registry from a binary stream.
+    """
+    Read and validate a registry from a binary stream.
 
     ``name`` is how problems name the file. Checks every line: JSON syntax
     and UTF-8, field types, unknown fields, kind and classification
@@ -107,18 +111,23 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     first_line_of_path: dict[str, int] = {}
     for number, raw in lines:
         where = f"line {number}"
+        artifact: Artifact | None
         try:
             artifact = _ARTIFACT_DECODER.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            problems.extend(record_problems(raw, "artifact-v0.1.json", file=name, record=where))
+            found = record_problems(raw, "artifact-v0.1.json", file=name, record=where)
+            problems.extend(found)
             artifact = None
             path = _raw_path(raw)
+            skip_utf8 = any(p.field == "path" for p in found)
         else:
             path = artifact.path
+            skip_utf8 = False
         if path is not None and not _path_ok(path):
             problems.extend(
                 Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")
                 for reason in path_problems(path)
+                if not (skip_utf8 and reason.startswith("is not valid UTF-8"))
             )
         if artifact is None:
             continue
@@ -135,7 +144,12 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
         seen = first_line_of_path.setdefault(artifact.path, number)
         if seen != number:
             problems.append(
-                Problem(file=name, record=where, field="path", message=f"duplicate path {artifact.path!r} (first on line {seen})")
+                Problem(
+                    file=name,
+                    record=where,
+                    field="path",
+                    message=f"duplicate path {artifact.path!r} (first on line {seen})",
+                )
             )
         artifacts.append(artifact)
 
@@ -149,7 +163,9 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
                 file=name,
                 record="line 1 (header)",
                 field="artifact_count",
-                message=f"declares {header.artifact_count} artifacts but the file lists {registry.header.artifact_count}",
+                message=(
+                    f"declares {header.artifact_count} artifacts but the file lists {registry.header.artifact_count}"
+                ),
             )
         )
     if header.corpus_root != registry.header.corpus_root:
@@ -168,10 +184,7 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
 
 def _raw_path(raw: bytes) -> str | None:
     """The ``path`` string of a record that failed to decode, if it has one."""
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return None
+    value, _ = decode_lenient(raw)
     path = value.get("path") if isinstance(value, dict) else None
     return path if isinstance(path, str) and path else None
 

@@ -1,4 +1,5 @@
-"""Rules files: glob patterns that give each file of a corpus its source kind
+"""
+Rules files: glob patterns that give each file of a corpus its source kind
 and classification when a registry is built (``eceb corpus register``).
 
 Format (TOML)::
@@ -66,7 +67,8 @@ class Classified(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def parse_rules(data: bytes, name: str) -> RulesFile:
-    """Decode and check a TOML rules file.
+    """
+    Decode and check a TOML rules file.
 
     Raises :class:`InputError` with every problem: TOML syntax, unknown or
     mistyped fields, unknown kinds or classifications, invalid globs, rules
@@ -74,20 +76,18 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     """
     try:
         rules = msgspec.toml.decode(data, type=RulesFile)
-    except msgspec.DecodeError as exc:
-        raise InputError([Problem(file=name, message=f"invalid TOML: {exc}")]) from exc
     except msgspec.ValidationError:
         try:
             as_json = msgspec.json.encode(tomllib.loads(data.decode("utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError) as exc:
             raise InputError([Problem(file=name, message=f"invalid TOML: {exc}")]) from exc
         raise InputError(record_problems(as_json, "rules-v0.1.json", file=name, record="")) from None
+    except msgspec.DecodeError as exc:
+        raise InputError([Problem(file=name, message=f"invalid TOML: {exc}")]) from exc
     problems: list[Problem] = []
     for index, rule in enumerate(rules.rule):
         if rule.kind is None and rule.classification is None:
-            problems.append(
-                Problem(file=name, field=f"rule[{index}]", message="sets neither kind nor classification")
-            )
+            problems.append(Problem(file=name, field=f"rule[{index}]", message="sets neither kind nor classification"))
     for field, pattern in [(f"rule[{i}].glob", r.glob) for i, r in enumerate(rules.rule)] + [
         (f"exclude[{i}]", g) for i, g in enumerate(rules.exclude)
     ]:
@@ -101,7 +101,8 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
 
 
 def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:
-    """Give every path its kind and classification (first matching rule wins).
+    """
+    Give every path its kind and classification (first matching rule wins).
 
     Excluded paths are dropped. Returns the classified paths in input order.
     Raises :class:`InputError` listing every path that no rule gives a kind,
@@ -119,10 +120,17 @@ def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list
             (r.classification for m, r in matchers if r.classification is not None and m.match(path)), None
         )
         if kind is None:
-            problems.append(Problem(file=rules_name, record=path, field="kind", message="no rule gives this file a kind"))
+            problems.append(
+                Problem(file=rules_name, record=path, field="kind", message="no rule gives this file a kind")
+            )
         if classification is None:
             problems.append(
-                Problem(file=rules_name, record=path, field="classification", message="no rule gives this file a classification")
+                Problem(
+                    file=rules_name,
+                    record=path,
+                    field="classification",
+                    message="no rule gives this file a classification",
+                )
             )
         if kind is not None and classification is not None:
             classified.append(Classified(path=path, kind=kind, classification=classification))

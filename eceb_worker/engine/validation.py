@@ -1,4 +1,5 @@
-"""Collect every schema problem of one record, for error reports.
+"""
+Collect every schema problem of one record, for error reports.
 
 Decoding with msgspec is fast but stops at a record's first error. When a
 record fails to decode, it is decoded again as plain JSON and checked with
@@ -9,16 +10,16 @@ problem of the record at once.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Any
 
-import msgspec
 from jsonschema import Draft202012Validator
 
 from eceb_worker.engine.schemas import schema_for
 from eceb_worker.errors import Problem
 
-__all__ = ["record_problems"]
+__all__ = ["decode_lenient", "record_problems"]
 
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -45,24 +46,69 @@ def _field_of(error: Any) -> str:
     return path
 
 
-def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> list[Problem]:
-    """Every problem of one JSON record against ``schema/<schema_file>``.
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
-    ``raw`` is the record's bytes. Invalid UTF-8 or invalid JSON is one
-    problem; otherwise each schema violation is one problem naming its field.
-    Returns ``[]`` when the record is valid.
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate keys {', '.join(map(repr, duplicates))}")
+    return dict(pairs)
+
+
+def decode_lenient(raw: bytes) -> tuple[Any, str]:
     """
+    Decode a JSON record for error reporting: ``(value, error)``.
+
+    Bytes that are not UTF-8 are decoded with ``surrogateescape`` so that the
+    field holding them can be named; ``error`` is ``""`` when the record is
+    JSON, else why not (``value`` is then ``None``). Rejects NaN, Infinity and
+    duplicate keys.
+    """
+    text = raw.decode("utf-8", "surrogateescape")
     try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        return [Problem(file=file, record=record, message=f"invalid JSON: {exc}")]
-    errors = sorted(_validator(schema_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
-    return [
-        Problem(file=file, record=record, field=_field_of(e), message=_message_of(e)) for e in errors
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys), ""
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, str):
+        return [path] if any("\udc80" <= c <= "\udcff" for c in value) else []
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _invalid_utf8_fields(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list):
+        return [f for i, v in enumerate(value) for f in _invalid_utf8_fields(v, f"{path}[{i}]")]
+    return []
+
+
+def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> list[Problem]:
+    """
+    Every problem of one JSON record against ``schema/<schema_file>``.
+
+    ``raw`` is the record's bytes. Invalid JSON is one problem; otherwise
+    each string that is not valid UTF-8 and each schema violation is one
+    problem naming its field. Returns ``[]`` when the record is valid.
+    """
+    value, error = decode_lenient(raw)
+    if error:
+        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+    problems = [
+        Problem(file=file, record=record, field=field, message="is not valid UTF-8")
+        for field in _invalid_utf8_fields(value)
     ]
+    errors = sorted(_validator(schema_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    problems.extend(Problem(file=file, record=record, field=_field_of(e), message=_message_of(e)) for e in errors)
+    return problems
 
 
 def _message_of(error: Any) -> str:
+    if error.validator == "anyOf":
+        enums = [e for e in error.context or () if e.validator == "enum"]
+        if enums:
+            return _message_of(enums[0])
     if error.validator == "pattern" and "digest" in _json_path(error.absolute_path):
         return f"{error.instance!r} is not a BLAKE3-256 digest (64 lowercase hex characters)"
     if error.validator == "enum":

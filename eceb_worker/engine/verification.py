@@ -1,4 +1,5 @@
-"""Re-hash verification of a corpus against its registry (ECEB-0.1 §5:
+"""
+Re-hash verification of a corpus against its registry (ECEB-0.1 §5:
 "re-hash every registered file and reject missing or stale source bytes").
 
 :func:`verify_artifacts` is the map step over one shard; :func:`reduce_verification`
@@ -34,7 +35,8 @@ FindingStatus = Literal["missing", "stale", "unreadable", "outside_corpus"]
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """One artifact whose source bytes do not verify.
+    """
+    One artifact whose source bytes do not verify.
 
     Fields:
         artifact_id, path: the registered artifact.
@@ -59,7 +61,8 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
-    """Result of re-hashing one shard.
+    """
+    Result of re-hashing one shard.
 
     Fields:
         start, end: the shard's artifact range in the registry.
@@ -76,7 +79,8 @@ class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
-    """The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
+    """
+    The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
 
     Fields:
         schema: the schema identifier.
@@ -103,7 +107,8 @@ class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HashOutcome(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """What re-hashing one path found.
+    """
+    What re-hashing one path found.
 
     Fields:
         path: the corpus-relative path.
@@ -133,7 +138,8 @@ def _hash_one(storage: CorpusStorage, path: str) -> HashOutcome:
 
 
 def hash_paths(storage: CorpusStorage, paths: Sequence[str], *, threads: int = 1) -> list[HashOutcome]:
-    """Re-hash each path; per-path failures become outcomes, never exceptions.
+    """
+    Re-hash each path; per-path failures become outcomes, never exceptions.
 
     Returns one :class:`HashOutcome` per path, in input order. ``threads`` > 1
     overlaps I/O waits (object storage). Raises ``StorageError`` only when the
@@ -146,23 +152,27 @@ def hash_paths(storage: CorpusStorage, paths: Sequence[str], *, threads: int = 1
 
 
 def _finding(artifact: Artifact, outcome: HashOutcome) -> Finding | None:
-    common = {
-        "artifact_id": artifact.artifact_id,
-        "path": artifact.path,
-        "expected_digest": artifact.source_digest,
-        "expected_size": artifact.size_bytes,
-    }
-    if outcome.status != "ok":
-        return Finding(status=outcome.status, detail=outcome.detail, **common)
-    if outcome.digest != artifact.source_digest:
-        return Finding(status="stale", observed_digest=outcome.digest, observed_size=outcome.size_bytes, **common)
-    return None
+    if outcome.status == "ok" and outcome.digest == artifact.source_digest:
+        return None
+    status: FindingStatus = "stale" if outcome.status == "ok" else outcome.status
+    stale = status == "stale"
+    return Finding(
+        artifact_id=artifact.artifact_id,
+        path=artifact.path,
+        status=status,
+        expected_digest=artifact.source_digest,
+        expected_size=artifact.size_bytes,
+        observed_digest=outcome.digest if stale else None,
+        observed_size=outcome.size_bytes if stale else None,
+        detail=outcome.detail,
+    )
 
 
 def verify_artifacts(
     storage: CorpusStorage, artifacts: Sequence[Artifact], *, start: int = 0, threads: int = 1
 ) -> ShardVerification:
-    """Re-hash one shard: ``artifacts`` are registry entries ``start..start+len``.
+    """
+    Re-hash one shard: ``artifacts`` are registry entries ``start..start+len``.
 
     Every artifact is checked; failures become findings, never exceptions.
     ``threads`` > 1 overlaps I/O waits (object storage). Raises
@@ -182,7 +192,8 @@ def verify_artifacts(
 def reduce_verification(
     shards: Iterable[ShardVerification], *, corpus_root: str, artifact_count: int, source: str
 ) -> VerificationReport:
-    """Fold shard results, in any order, into the corpus's report.
+    """
+    Fold shard results, in any order, into the corpus's report.
 
     Raises ValueError unless the shards cover ``0..artifact_count`` exactly
     once (a lost or duplicated shard must never yield a report).

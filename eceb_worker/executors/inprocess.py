@@ -32,7 +32,7 @@ class ShardExecutor(Protocol):
         spec: StorageSpec,
         artifacts: Sequence[Artifact],
         shards: Sequence[RehashShard],
-        on_result: Callable[[ShardVerification], None] | None = None,
+        on_result: Callable[[ShardVerification], object] | None = None,
     ) -> list[ShardVerification]:
         """Verify every shard of ``artifacts`` (ECEB-0.1 §5)."""
         ...
@@ -41,7 +41,7 @@ class ShardExecutor(Protocol):
         self,
         spec: StorageSpec,
         batches: Sequence[Sequence[str]],
-        on_result: Callable[[list[HashOutcome]], None] | None = None,
+        on_result: Callable[[list[HashOutcome]], object] | None = None,
     ) -> list[list[HashOutcome]]:
         """Hash every batch of paths (used to register a corpus)."""
         ...
@@ -71,7 +71,7 @@ class InProcessExecutor:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.workers = workers
 
-    def _run(self, calls: Sequence[tuple[Callable[..., R], tuple[object, ...]]], on_result: Callable[[R], None] | None) -> list[R]:
+    def _run(self, calls: Sequence[tuple[Callable[..., R], tuple[object, ...]]], on_result: Callable[[R], object] | None) -> list[R]:
         if self.workers == 1 or len(calls) <= 1:
             results = []
             for fn, args in calls:
@@ -103,7 +103,7 @@ class InProcessExecutor:
         spec: StorageSpec,
         artifacts: Sequence[Artifact],
         shards: Sequence[RehashShard],
-        on_result: Callable[[ShardVerification], None] | None = None,
+        on_result: Callable[[ShardVerification], object] | None = None,
     ) -> list[ShardVerification]:
         """Verify every shard; see :class:`ShardExecutor`."""
         calls = [(rehash_shard, (spec, s.start, list(artifacts[s.start : s.end]))) for s in shards]
@@ -113,7 +113,7 @@ class InProcessExecutor:
         self,
         spec: StorageSpec,
         batches: Sequence[Sequence[str]],
-        on_result: Callable[[list[HashOutcome]], None] | None = None,
+        on_result: Callable[[list[HashOutcome]], object] | None = None,
     ) -> list[list[HashOutcome]]:
         """Hash every batch of paths; see :class:`ShardExecutor`."""
         calls = [(hash_batch, (spec, list(batch))) for batch in batches]

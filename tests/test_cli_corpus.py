@@ -1,0 +1,151 @@
+"""``eceb corpus register|root|verify`` through the real command line: outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eceb_cli import exit_codes
+from eceb_cli.main import main
+
+RULES = """
+schema = "symgliph.eceb/rules-v0.1"
+exclude = ["**/*.tmp"]
+[[rule]]
+glob = "runbook/**"
+kind = "runbook"
+classification = "internal"
+[[rule]]
+glob = "policy/**"
+kind = "policy"
+classification = "restricted"
+"""
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    for name, text in {
+        "runbook/disk-full.md": "Free space on /var.\n",
+        "runbook/oom.md": "Raise the memory limit.\n",
+        "policy/access.md": "Restricted data stays in region.\n",
+        "policy/scratch.tmp": "ignored",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (tmp_path / "rules.toml").write_text(RULES)
+    return root
+
+
+def register(tmp_path: Path, corpus: Path) -> Path:
+    registry = tmp_path / "registry.jsonl"
+    code, _out, err = run(
+        "corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(registry)
+    )
+    assert code == exit_codes.OK, err
+    return registry
+
+
+def test_register_root_verify(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    lines = registry.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["artifact_count"] == 3
+    assert [json.loads(line)["artifact_id"] for line in lines[1:]] == [
+        "policy/access.md",
+        "runbook/disk-full.md",
+        "runbook/oom.md",
+    ]
+    code, out, _ = run("corpus", "root", str(registry))
+    assert (code, out.strip()) == (0, header["corpus_root"])
+    code, out, _ = run("corpus", "verify", str(registry), "--source", str(corpus))
+    assert code == exit_codes.OK
+    assert "verified: 3/3 artifacts" in out
+
+
+def test_register_is_deterministic(tmp_path: Path, corpus: Path) -> None:
+    first = register(tmp_path, corpus).read_bytes()
+    assert register(tmp_path, corpus).read_bytes() == first
+
+
+def test_unmatched_files_are_all_listed_and_nothing_is_written(tmp_path: Path, corpus: Path) -> None:
+    (corpus / "notes").mkdir()
+    (corpus / "notes/a.md").write_text("a")
+    (corpus / "notes/b.md").write_text("b")
+    output = tmp_path / "registry.jsonl"
+    code, _, err = run("corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(output))
+    assert code == exit_codes.BAD_INPUT
+    assert "notes/a.md" in err
+    assert "notes/b.md" in err
+    assert "no rule gives this file a kind" in err
+    assert not output.exists()
+    assert list(tmp_path.glob(".registry.jsonl*")) == []
+
+
+def test_register_refuses_escaping_symlinks(tmp_path: Path, corpus: Path) -> None:
+    (tmp_path / "outside.md").write_text("x")
+    (corpus / "runbook/link.md").symlink_to(tmp_path / "outside.md")
+    code, _, err = run(
+        "corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(tmp_path / "r.jsonl")
+    )
+    assert code == exit_codes.BAD_INPUT
+    assert "runbook/link.md" in err
+    assert "outside corpus" in err
+
+
+def test_tampered_copy_fails_naming_exactly_the_changed_artifacts(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus, copy)
+    (copy / "runbook/oom.md").write_text("Tampered.\n")
+    (copy / "policy/access.md").unlink()
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(copy), "--json")
+    assert code == exit_codes.VERIFICATION_FAILED
+    report = json.loads(out)
+    assert {(f["path"], f["status"]) for f in report["findings"]} == {
+        ("runbook/oom.md", "stale"),
+        ("policy/access.md", "missing"),
+    }
+    assert report["verified_count"] == 1
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(copy))
+    assert code == exit_codes.VERIFICATION_FAILED
+    assert "STALE  runbook/oom.md" in err
+    assert "MISSING  policy/access.md" in err
+    assert "FAILED: 1/3" in out
+
+
+def test_bad_registry_is_bad_input(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    registry.write_text(registry.read_text().replace('"kind":"runbook"', '"kind":"wiki"'))
+    code, _, err = run("corpus", "verify", str(registry), "--source", str(corpus))
+    assert code == exit_codes.BAD_INPUT
+    assert err.count("'wiki' is not one of") == 2
+    assert "line 3" in err
+    assert "line 4" in err
+
+
+def test_missing_registry_file_is_bad_input(tmp_path: Path) -> None:
+    code, _, err = run("corpus", "root", str(tmp_path / "nope.jsonl"))
+    assert code == exit_codes.BAD_INPUT
+    assert "nope.jsonl" in err
+
+
+def test_missing_source_directory_is_storage_error(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    code, _, err = run("corpus", "verify", str(registry), "--source", str(tmp_path / "absent"))
+    assert code == exit_codes.STORAGE
+    assert "absent" in err
+
+
+def test_usage_error_exit_code() -> None:
+    code, _, _ = run("corpus", "verify")
+    assert code == exit_codes.USAGE

@@ -1,0 +1,56 @@
+"""Published JSON Schemas: generated from the Structs, valid 2020-12, and matching the example files."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from eceb_worker.engine.schemas import SCHEMA_FILES, render, schema_for
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_DIR = REPO / "schema"
+
+
+def published() -> list[str]:
+    schema_for("artifact-v0.1.json")  # registers every schema
+    return sorted(SCHEMA_FILES)
+
+
+@pytest.mark.parametrize("name", published())
+def test_schema_file_is_generated_from_the_structs(name: str) -> None:
+    assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == render(name), (
+        f"schema/{name} drifted: run `python -m eceb_worker.engine.schemas schema`"
+    )
+
+
+@pytest.mark.parametrize("name", published())
+def test_schema_is_valid_2020_12(name: str) -> None:
+    document = json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+    assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(document)
+
+
+def test_no_stray_schema_files() -> None:
+    assert sorted(p.name for p in SCHEMA_DIR.glob("*.json")) == published()
+
+
+def validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("registry", sorted(REPO.glob("examples/*/registry.jsonl")), ids=lambda p: p.parent.name)
+def test_example_registries_validate(registry: Path) -> None:
+    header, *artifacts = registry.read_text(encoding="utf-8").splitlines()
+    validator("registry-header-v0.1.json").validate(json.loads(header))
+    artifact = validator("artifact-v0.1.json")
+    for line in artifacts:
+        artifact.validate(json.loads(line))
+
+
+@pytest.mark.parametrize("rules", sorted(REPO.glob("examples/*/rules.toml")), ids=lambda p: p.parent.name)
+def test_example_rules_validate(rules: Path) -> None:
+    validator("rules-v0.1.json").validate(tomllib.loads(rules.read_text(encoding="utf-8")))
