@@ -1,5 +1,4 @@
-"""
-Terminal behaviour shared by the commands: error reports mapped to exit
+"""Terminal behaviour shared by the commands: error reports mapped to exit
 codes, progress bars, worker defaults.
 """
 
@@ -60,8 +59,7 @@ def default_workers() -> int:
 
 @contextmanager
 def progress(description: str, total: int, unit: str = "file") -> Iterator[Callable[[int], object]]:
-    """
-    A tqdm progress bar on stderr when it is a terminal, silent otherwise.
+    """A tqdm progress bar on stderr when it is a terminal, silent otherwise.
 
     Yields ``advance(n)``.
     """

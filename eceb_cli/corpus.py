@@ -83,8 +83,7 @@ def register(
     concurrency: int,
     shard_bytes: int,
 ) -> None:
-    """
-    Build the registry of every file under SOURCE (a directory or s3://bucket/prefix).
+    """Build the registry of every file under SOURCE (a directory or s3://bucket/prefix).
 
     Each file's kind and classification come from the rules file (first
     matching glob wins); its artifact_id is its corpus-relative path. A file
@@ -138,8 +137,7 @@ def verify(
     concurrency: int,
     shard_bytes: int,
 ) -> None:
-    """
-    Re-hash every artifact of REGISTRY from SOURCE and report every missing,
+    """Re-hash every artifact of REGISTRY from SOURCE and report every missing,
     stale, unreadable or escaping artifact.
 
     Exit 0 when all verify, 4 when any does not, 3 for an invalid registry,

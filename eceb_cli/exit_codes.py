@@ -1,5 +1,4 @@
-"""
-Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
+"""Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
 
 ======  ==========================================================
 code    meaning

@@ -1,5 +1,4 @@
-"""
-eceb: the evaluator of the Enterprise Context Efficiency Benchmark (ECEB-0.1).
+"""eceb: the evaluator of the Enterprise Context Efficiency Benchmark (ECEB-0.1).
 
 The engine (:mod:`eceb_worker.engine`) is pure; storage adapters live in
 :mod:`eceb_worker.storage`, executors in :mod:`eceb_worker.executors`.

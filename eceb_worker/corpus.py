@@ -1,5 +1,4 @@
-"""
-Corpus jobs: build a registry from a corpus, verify a corpus against its
+"""Corpus jobs: build a registry from a corpus, verify a corpus against its
 registry (ECEB-0.1 §5). Wires the engine to a storage adapter and an executor.
 """
 
@@ -38,8 +37,7 @@ def verify_corpus(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     on_shard: Callable[[ShardVerification], object] | None = None,
 ) -> VerificationReport:
-    """
-    Re-hash every registered artifact from ``spec``'s storage (ECEB-0.1 §5).
+    """Re-hash every registered artifact from ``spec``'s storage (ECEB-0.1 §5).
 
     Returns the report (``report.ok`` tells whether the corpus verified).
     Raises ``StorageError`` when the storage as a whole fails.
@@ -65,8 +63,7 @@ def register_corpus(
     on_batch: Callable[[list[HashOutcome]], object] | None = None,
     on_listed: Callable[[int, int], None] | None = None,
 ) -> Registry:
-    """
-    Build the registry of every file in a corpus.
+    """Build the registry of every file in a corpus.
 
     Kind and classification come from ``rules`` (first match wins); the
     ``artifact_id`` of a file is its corpus-relative path. ``on_listed`` gets

@@ -1,5 +1,4 @@
-"""
-Every exception eceb raises on purpose, under one root.
+"""Every exception eceb raises on purpose, under one root.
 
 Hierarchy::
 
@@ -36,8 +35,7 @@ __all__ = [
 
 
 class Problem(msgspec.Struct, frozen=True, kw_only=True, order=True):
-    """
-    One defect of one input, located as precisely as the input allows.
+    """One defect of one input, located as precisely as the input allows.
 
     Fields:
         file: the input's name as the user gave it (path or URL, redacted).
@@ -64,8 +62,7 @@ class EcebError(Exception):
 
 
 class InputError(EcebError):
-    """
-    An input file is malformed or inconsistent.
+    """An input file is malformed or inconsistent.
 
     ``problems`` holds every problem found in the input, in input order, so
     that one run reports all of them together. Raised before any output is
@@ -83,8 +80,7 @@ class InputError(EcebError):
 
 
 class VerificationError(EcebError):
-    """
-    The corpus differs from its registry: missing, stale, unreadable or
+    """The corpus differs from its registry: missing, stale, unreadable or
     escaping artifacts (ECEB-0.1 §5). ``report`` is the full verification
     report (an ``eceb_worker.engine.verification.VerificationReport``).
     """
@@ -116,7 +112,6 @@ class ArtifactOutsideCorpus(ArtifactReadError):
 
 
 class ArtifactUnreadable(ArtifactReadError):
-    """
-    The artifact exists but its bytes could not be read (permissions, I/O
+    """The artifact exists but its bytes could not be read (permissions, I/O
     error, not a regular file).
     """

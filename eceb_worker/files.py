@@ -13,8 +13,7 @@ __all__ = ["atomic_write", "read_input"]
 
 
 def read_input(path: Path) -> bytes:
-    """
-    The bytes of an input file; raises :class:`InputError` naming it when it
+    """The bytes of an input file; raises :class:`InputError` naming it when it
     cannot be read.
     """
     try:
@@ -24,8 +23,7 @@ def read_input(path: Path) -> bytes:
 
 
 def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
-    """
-    Write ``chunks`` to ``path`` so that readers see the old file or the
+    """Write ``chunks`` to ``path`` so that readers see the old file or the
     complete new one, never a part: a temporary file in the same directory,
     flushed to disk, then renamed over ``path``. On any failure the temporary
     file is removed and ``path`` is untouched.

@@ -1,5 +1,4 @@
-"""
-Corpus artifact records and the registry header (ECEB-0.1 §5).
+"""Corpus artifact records and the registry header (ECEB-0.1 §5).
 
 A registry is JSON Lines: the first line is a :class:`RegistryHeader`, every
 further line one :class:`Artifact`. See ``docs/REGISTRY.md``.
@@ -48,8 +47,7 @@ CorpusPath = Annotated[
 
 
 class Artifact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """
-    One registered corpus artifact (ECEB-0.1 §5).
+    """One registered corpus artifact (ECEB-0.1 §5).
 
     Fields:
         artifact_id: stable identifier, unique in the registry.
@@ -81,8 +79,7 @@ class Artifact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 class RegistryHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """
-    First line of a registry file.
+    """First line of a registry file.
 
     Fields:
         schema: always ``"symgliph.eceb/registry-v0.1"``.

@@ -1,5 +1,4 @@
-"""
-Canonical JSON (RFC 8785, JSON Canonicalization Scheme).
+"""Canonical JSON (RFC 8785, JSON Canonicalization Scheme).
 
 eceb does not write its own canonicalizer: it delegates to the ``rfc8785``
 package, which the test suite checks against the RFC's official vectors.
@@ -17,8 +16,7 @@ __all__ = ["canonical_json"]
 
 
 def canonical_json(value: Any, *, where: str = "value") -> bytes:
-    """
-    Return the RFC 8785 canonical UTF-8 bytes of a JSON-compatible value.
+    """Return the RFC 8785 canonical UTF-8 bytes of a JSON-compatible value.
 
     ``value`` is built of dict (str keys), list, str, int, float, bool, None.
     Raises :class:`InputError` naming ``where`` when the value cannot be

@@ -1,5 +1,4 @@
-"""
-The ECEB corpus root (ECEB-0.1 §5).
+"""The ECEB corpus root (ECEB-0.1 §5).
 
 ::
 
@@ -32,8 +31,7 @@ _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
 def canonical_record(artifact: Artifact) -> bytes:
-    """
-    RFC 8785 bytes of the artifact's five §5 fields (no trailing newline).
+    """RFC 8785 bytes of the artifact's five §5 fields (no trailing newline).
 
     The record holds only ASCII keys and string values, for which msgspec's
     sorted-key encoding produces exactly the RFC 8785 bytes (literal UTF-8,
@@ -45,8 +43,7 @@ def canonical_record(artifact: Artifact) -> bytes:
 
 
 def corpus_root_of_sorted(records: Iterable[bytes]) -> str:
-    """
-    Corpus root over canonical records already in ascending byte order.
+    """Corpus root over canonical records already in ascending byte order.
 
     Streams: memory stays constant whatever the number of records. The caller
     guarantees the order (see :func:`corpus_root` for unsorted input).
@@ -60,8 +57,7 @@ def corpus_root_of_sorted(records: Iterable[bytes]) -> str:
 
 
 def corpus_root(artifacts: Iterable[Artifact]) -> str:
-    """
-    Corpus root of artifacts in any order (ECEB-0.1 §5).
+    """Corpus root of artifacts in any order (ECEB-0.1 §5).
 
     Returns 64 lowercase hex characters; the same for every permutation of
     ``artifacts``.

@@ -8,8 +8,7 @@ __all__ = ["path_problems"]
 
 
 def path_problems(path: str) -> list[str]:
-    """
-    Every reason ``path`` is not a portable corpus-relative path; ``[]`` if it is.
+    """Every reason ``path`` is not a portable corpus-relative path; ``[]`` if it is.
 
     A portable path is non-empty valid UTF-8 (no lone surrogate), uses ``/``
     as its only separator, is relative (no leading ``/``, no drive letter such

@@ -1,5 +1,4 @@
-"""
-Shard plans: how re-hashing is cut into units of work (ECEB-0.1 §5 at scale).
+"""Shard plans: how re-hashing is cut into units of work (ECEB-0.1 §5 at scale).
 
 A plan is pure data. The same plan runs in-process (``eceb corpus verify``,
 ``eceb evaluate``) or on a cluster, and the same reduce turns its partial
@@ -23,8 +22,7 @@ DEFAULT_FILE_COST_BYTES: Final = 64 * 1024
 
 
 class RehashShard(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    A contiguous range of a registry's artifacts (in corpus-root order).
+    """A contiguous range of a registry's artifacts (in corpus-root order).
 
     Fields:
         index: 0-based position of the shard in its plan.
@@ -44,8 +42,7 @@ def plan_rehash(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
 ) -> list[RehashShard]:
-    """
-    Cut artifacts (given by their sizes, in registry order) into shards
+    """Cut artifacts (given by their sizes, in registry order) into shards
     balanced by bytes.
 
     Each artifact costs ``size + file_cost_bytes``; a shard closes as soon as

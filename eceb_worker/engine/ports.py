@@ -1,5 +1,4 @@
-"""
-The engine's view of corpus storage: a Protocol the adapters in
+"""The engine's view of corpus storage: a Protocol the adapters in
 ``eceb_worker.storage`` implement (local directory, S3-compatible bucket).
 """
 
@@ -16,8 +15,7 @@ __all__ = ["CorpusStorage", "ListedEntry"]
 
 
 class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    One entry found when listing a corpus.
+    """One entry found when listing a corpus.
 
     Fields:
         path: corpus-relative path, ``/``-separated (may be non-portable:
@@ -33,8 +31,7 @@ class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CorpusStorage(Protocol):
-    """
-    Read access to the source bytes of a corpus.
+    """Read access to the source bytes of a corpus.
 
     Implementations are safe to share between threads of one process.
     """
@@ -50,8 +47,7 @@ class CorpusStorage(Protocol):
         ...
 
     def hash_artifact(self, path: str) -> HashedBytes:
-        """
-        Stream the artifact's complete bytes through BLAKE3-256.
+        """Stream the artifact's complete bytes through BLAKE3-256.
 
         ``path`` is a portable corpus-relative path. Returns
         ``(size_bytes, digest)``. Raises ``ArtifactMissing``,
@@ -61,8 +57,7 @@ class CorpusStorage(Protocol):
         ...
 
     def list_entries(self) -> Iterator[ListedEntry]:
-        """
-        Every file or object of the corpus, in no particular order.
+        """Every file or object of the corpus, in no particular order.
 
         Raises ``StorageError`` when the corpus cannot be listed.
         """

@@ -1,5 +1,4 @@
-"""
-Corpus registries: reading, validating and writing (ECEB-0.1 §5).
+"""Corpus registries: reading, validating and writing (ECEB-0.1 §5).
 
 Format (JSON Lines, UTF-8, one JSON object a line)::
 
@@ -38,8 +37,7 @@ _PLAIN_PATH: Final = re.compile(r"[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+(?:/[^/\
 
 
 class Registry(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    A validated corpus registry.
+    """A validated corpus registry.
 
     Fields:
         header: the registry header; ``header.corpus_root`` is verified.
@@ -65,8 +63,7 @@ def _path_ok(path: str) -> bool:
 
 
 def build_registry(artifacts: Iterable[Artifact]) -> Registry:
-    """
-    Sort artifacts into corpus-root order and compute the header.
+    """Sort artifacts into corpus-root order and compute the header.
 
     Does not validate: callers pass artifacts that are already valid (see
     :func:`read_registry` for untrusted input).
@@ -84,8 +81,7 @@ def _numbered_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
 
 
 def read_registry(stream: IO[bytes], name: str) -> Registry:
-    """
-    Read and validate a registry from a binary stream.
+    """Read and validate a registry from a binary stream.
 
     ``name`` is how problems name the file. Checks every line: JSON syntax
     and UTF-8, field types, unknown fields, kind and classification

@@ -1,5 +1,4 @@
-"""
-Rules files: glob patterns that give each file of a corpus its source kind
+"""Rules files: glob patterns that give each file of a corpus its source kind
 and classification when a registry is built (``eceb corpus register``).
 
 Format (TOML)::
@@ -67,8 +66,7 @@ class Classified(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def parse_rules(data: bytes, name: str) -> RulesFile:
-    """
-    Decode and check a TOML rules file.
+    """Decode and check a TOML rules file.
 
     Raises :class:`InputError` with every problem: TOML syntax, unknown or
     mistyped fields, unknown kinds or classifications, invalid globs, rules
@@ -101,8 +99,7 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
 
 
 def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:
-    """
-    Give every path its kind and classification (first matching rule wins).
+    """Give every path its kind and classification (first matching rule wins).
 
     Excluded paths are dropped. Returns the classified paths in input order.
     Raises :class:`InputError` listing every path that no rule gives a kind,

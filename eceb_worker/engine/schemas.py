@@ -1,5 +1,4 @@
-"""
-JSON Schemas (2020-12) generated from the wire Structs.
+"""JSON Schemas (2020-12) generated from the wire Structs.
 
 The files in ``schema/`` are the output of :func:`write_schemas`
 (``python -m eceb_worker.engine.schemas schema/``); a test regenerates them and
@@ -40,8 +39,7 @@ def _register_extra() -> None:
 
 @functools.cache
 def schema_for(file_name: str) -> dict[str, Any]:
-    """
-    The JSON Schema document published as ``schema/<file_name>``.
+    """The JSON Schema document published as ``schema/<file_name>``.
 
     Shape: a 2020-12 schema whose root ``$ref`` points into ``$defs``.
     Raises KeyError for an unknown file name.

@@ -1,5 +1,4 @@
-"""
-Collect every schema problem of one record, for error reports.
+"""Collect every schema problem of one record, for error reports.
 
 Decoding with msgspec is fast but stops at a record's first error. When a
 record fails to decode, it is decoded again as plain JSON and checked with
@@ -59,8 +58,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def decode_lenient(raw: bytes) -> tuple[Any, str]:
-    """
-    Decode a JSON record for error reporting: ``(value, error)``.
+    """Decode a JSON record for error reporting: ``(value, error)``.
 
     Bytes that are not UTF-8 are decoded with ``surrogateescape`` so that the
     field holding them can be named; ``error`` is ``""`` when the record is
@@ -85,8 +83,7 @@ def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
 
 
 def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> list[Problem]:
-    """
-    Every problem of one JSON record against ``schema/<schema_file>``.
+    """Every problem of one JSON record against ``schema/<schema_file>``.
 
     ``raw`` is the record's bytes. Invalid JSON is one problem; otherwise
     each string that is not valid UTF-8 and each schema violation is one

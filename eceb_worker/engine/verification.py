@@ -1,5 +1,4 @@
-"""
-Re-hash verification of a corpus against its registry (ECEB-0.1 §5:
+"""Re-hash verification of a corpus against its registry (ECEB-0.1 §5:
 "re-hash every registered file and reject missing or stale source bytes").
 
 :func:`verify_artifacts` is the map step over one shard; :func:`reduce_verification`
@@ -35,8 +34,7 @@ FindingStatus = Literal["missing", "stale", "unreadable", "outside_corpus"]
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    One artifact whose source bytes do not verify.
+    """One artifact whose source bytes do not verify.
 
     Fields:
         artifact_id, path: the registered artifact.
@@ -61,8 +59,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    Result of re-hashing one shard.
+    """Result of re-hashing one shard.
 
     Fields:
         start, end: the shard's artifact range in the registry.
@@ -79,8 +76,7 @@ class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
+    """The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
 
     Fields:
         schema: the schema identifier.
@@ -107,8 +103,7 @@ class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HashOutcome(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """
-    What re-hashing one path found.
+    """What re-hashing one path found.
 
     Fields:
         path: the corpus-relative path.
@@ -138,8 +133,7 @@ def _hash_one(storage: CorpusStorage, path: str) -> HashOutcome:
 
 
 def hash_paths(storage: CorpusStorage, paths: Sequence[str], *, threads: int = 1) -> list[HashOutcome]:
-    """
-    Re-hash each path; per-path failures become outcomes, never exceptions.
+    """Re-hash each path; per-path failures become outcomes, never exceptions.
 
     Returns one :class:`HashOutcome` per path, in input order. ``threads`` > 1
     overlaps I/O waits (object storage). Raises ``StorageError`` only when the
@@ -171,8 +165,7 @@ def _finding(artifact: Artifact, outcome: HashOutcome) -> Finding | None:
 def verify_artifacts(
     storage: CorpusStorage, artifacts: Sequence[Artifact], *, start: int = 0, threads: int = 1
 ) -> ShardVerification:
-    """
-    Re-hash one shard: ``artifacts`` are registry entries ``start..start+len``.
+    """Re-hash one shard: ``artifacts`` are registry entries ``start..start+len``.
 
     Every artifact is checked; failures become findings, never exceptions.
     ``threads`` > 1 overlaps I/O waits (object storage). Raises
@@ -192,8 +185,7 @@ def verify_artifacts(
 def reduce_verification(
     shards: Iterable[ShardVerification], *, corpus_root: str, artifact_count: int, source: str
 ) -> VerificationReport:
-    """
-    Fold shard results, in any order, into the corpus's report.
+    """Fold shard results, in any order, into the corpus's report.
 
     Raises ValueError unless the shards cover ``0..artifact_count`` exactly
     once (a lost or duplicated shard must never yield a report).

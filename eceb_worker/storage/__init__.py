@@ -1,5 +1,4 @@
-"""
-Storage adapters behind :class:`eceb_worker.engine.ports.CorpusStorage`.
+"""Storage adapters behind :class:`eceb_worker.engine.ports.CorpusStorage`.
 
 A :class:`StorageSpec` is the serializable reference to a corpus (a message
 carries it, never corpus bytes); :func:`open_storage` turns it into an
@@ -19,8 +18,7 @@ __all__ = ["StorageSpec", "open_storage", "shared_storage"]
 
 
 class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """
-    Where a corpus lives.
+    """Where a corpus lives.
 
     Fields:
         source: a directory path, or ``s3://bucket/prefix``.
@@ -39,8 +37,7 @@ class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def open_storage(spec: StorageSpec) -> CorpusStorage:
-    """
-    The adapter for ``spec``; boto3 is imported only for S3 sources.
+    """The adapter for ``spec``; boto3 is imported only for S3 sources.
 
     Raises ``StorageError`` when the source is not a directory or not a
     well-formed ``s3://`` URL.
@@ -59,8 +56,7 @@ def open_storage(spec: StorageSpec) -> CorpusStorage:
 
 @functools.cache
 def shared_storage(spec: StorageSpec) -> CorpusStorage:
-    """
-    :func:`open_storage`, once per spec per process: adapters (and their
+    """:func:`open_storage`, once per spec per process: adapters (and their
     connection pools) are reused across shards.
     """
     return open_storage(spec)
