@@ -19,12 +19,12 @@ from eceb_worker.executors import InProcessExecutor
 from eceb_worker.files import atomic_write, read_input
 from eceb_worker.storage import StorageSpec
 
-__all__ = ["corpus"]
+__all__ = ["corpus", "print_findings", "source_options"]
 
 _JSON = msgspec.json.Encoder(order="sorted")
 
 
-def _source_options(function: click.decorators.FC) -> click.decorators.FC:
+def source_options(function: click.decorators.FC) -> click.decorators.FC:
     for decorator in reversed(
         [
             click.option(
@@ -72,7 +72,7 @@ def corpus() -> None:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Registry file to write."
 )
-@_source_options
+@source_options
 @handle_errors
 def register(
     source: str,
@@ -126,7 +126,7 @@ def root(registry_path: Path) -> None:
 @click.argument("registry_path", metavar="REGISTRY", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON on stdout.")
-@_source_options
+@source_options
 @handle_errors
 def verify(
     registry_path: Path,
@@ -161,7 +161,8 @@ def verify(
         sys.exit(exit_codes.VERIFICATION_FAILED)
 
 
-def _print_report(report: VerificationReport) -> None:
+def print_findings(report: VerificationReport) -> None:
+    """Print one line per failing artifact on stderr."""
     for finding in report.findings:
         line = f"{finding.status.upper()}  {finding.path}"
         if finding.artifact_id != finding.path:
@@ -174,6 +175,10 @@ def _print_report(report: VerificationReport) -> None:
         elif finding.detail:
             line += f"  {finding.detail}"
         click.echo(line, err=True)
+
+
+def _print_report(report: VerificationReport) -> None:
+    print_findings(report)
     verdict = "verified" if report.ok else "FAILED"
     click.echo(
         f"{verdict}: {report.verified_count}/{report.artifact_count} artifacts match "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from eceb_cli.corpus import corpus
+from eceb_cli.evaluate import evaluate, validate
 from eceb_worker import __version__
 
 __all__ = ["main"]
@@ -21,3 +22,5 @@ def main() -> None:
 
 
 main.add_command(corpus)
+main.add_command(evaluate)
+main.add_command(validate)

@@ -22,6 +22,12 @@ def read_input(path: Path) -> bytes:
         raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
 
 
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` so that readers see the old file or the
     complete new one, never a part: a temporary file in the same directory,
@@ -31,6 +37,7 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as out:
             for chunk in chunks:
                 out.write(chunk)

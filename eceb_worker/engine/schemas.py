@@ -30,10 +30,16 @@ SCHEMA_FILES: Final[dict[str, type[msgspec.Struct]]] = {
 
 def _register_extra() -> None:
     """Import the modules whose Structs also publish schemas (kept lazy to avoid cycles)."""
+    from eceb_worker.engine.benchmark import Benchmark
+    from eceb_worker.engine.report import Report
     from eceb_worker.engine.rules import RulesFile
+    from eceb_worker.engine.run import Run
     from eceb_worker.engine.verification import VerificationReport
 
+    SCHEMA_FILES.setdefault("benchmark-v0.1.json", Benchmark)
+    SCHEMA_FILES.setdefault("report-v0.1.json", Report)
     SCHEMA_FILES.setdefault("rules-v0.1.json", RulesFile)
+    SCHEMA_FILES.setdefault("run-v0.1.json", Run)
     SCHEMA_FILES.setdefault("verification-v0.1.json", VerificationReport)
 
 

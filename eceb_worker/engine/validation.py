@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from eceb_worker.engine.schemas import schema_for
 from eceb_worker.errors import Problem
 
-__all__ = ["decode_lenient", "record_problems"]
+__all__ = ["decode_lenient", "problems_of_value", "record_problems"]
 
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -82,6 +82,18 @@ def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
     return []
 
 
+def problems_of_value(value: Any, validator: Draft202012Validator) -> list[tuple[str, str]]:
+    """Every problem of a decoded JSON value: ``(field path, message)`` pairs.
+
+    Strings holding bytes that were not UTF-8 (decoded by :func:`decode_lenient`)
+    are reported first, then each schema violation, in path order.
+    """
+    found = [(field, "is not valid UTF-8") for field in _invalid_utf8_fields(value)]
+    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    found.extend((_field_of(e), _message_of(e)) for e in errors)
+    return found
+
+
 def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> list[Problem]:
     """Every problem of one JSON record against ``schema/<schema_file>``.
 
@@ -92,13 +104,10 @@ def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> 
     value, error = decode_lenient(raw)
     if error:
         return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
-    problems = [
-        Problem(file=file, record=record, field=field, message="is not valid UTF-8")
-        for field in _invalid_utf8_fields(value)
+    return [
+        Problem(file=file, record=record, field=field, message=message)
+        for field, message in problems_of_value(value, _validator(schema_file))
     ]
-    errors = sorted(_validator(schema_file).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
-    problems.extend(Problem(file=file, record=record, field=_field_of(e), message=_message_of(e)) for e in errors)
-    return problems
 
 
 def _message_of(error: Any) -> str:

@@ -1,0 +1,170 @@
+"""The evaluation report (``symgliph.eceb/report-v0.1``) and the reduce step
+that builds it from per-task results (ECEB-0.1 §12, §15).
+
+The report is canonical JSON (RFC 8785: sorted keys, no insignificant white
+space, integers only) followed by one newline; it holds no wall-clock time,
+no host name and no storage location, so identical inputs give identical
+bytes whatever the order of their records, the shard size or the worker count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final, Literal
+
+import blake3
+import msgspec
+
+from eceb_worker.engine.evaluation import TaskResult
+from eceb_worker.engine.run import FactorialExperiment, Run
+from eceb_worker.engine.vocabulary import REPORT_SCHEMA, ClaimClass
+
+__all__ = ["RUN_DIGEST_DOMAIN", "Report", "ReportInputs", "Summary", "encode_report", "reduce_report", "run_digest"]
+
+RUN_DIGEST_DOMAIN: Final = b"symgliph:eceb:run:v0.1\x00"
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+class ReportInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """Digests of what the report was computed from.
+
+    Fields:
+        benchmark_id: the benchmark's name.
+        task_root: the benchmark's task root.
+        corpus_root: the corpus root, recomputed from the registry and
+            verified against the corpus bytes.
+        artifact_count: artifacts re-hashed and verified.
+        run_id: the run's name.
+        run_digest: the run's order-independent digest (:func:`run_digest`).
+    """
+
+    benchmark_id: str
+    task_root: str
+    corpus_root: str
+    artifact_count: int
+    run_id: str
+    run_digest: str
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """Aggregate figures (ECEB-0.1 §12).
+
+    Fields:
+        passing_tasks, total_tasks: numerator and denominator; failed tasks
+            stay in the denominator.
+        mean_token_savings_bps: floored mean over passing tasks; ``None`` if none pass.
+        mean_cost_savings_bps: floored mean over the ``cost_savings_tasks``
+            passing tasks whose baseline cost is positive; ``None`` if none.
+    """
+
+    passing_tasks: int
+    total_tasks: int
+    mean_token_savings_bps: int | None
+    mean_cost_savings_bps: int | None
+    cost_savings_tasks: int
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """An evaluation report (schema ``symgliph.eceb/report-v0.1``).
+
+    Fields:
+        schema: the schema identifier.
+        eceb_version: the evaluator's version.
+        claim_class: the run's claim class (ECEB-0.1 §15), never upgraded.
+        non_empirical: the run declares synthetic scores or usage.
+        factorial_experiment: the factors the run declared free to differ.
+        inputs: digests of the benchmark, corpus and run.
+        summary: aggregate figures.
+        tasks: one result per task, sorted by task id.
+    """
+
+    schema: Literal["symgliph.eceb/report-v0.1"]
+    eceb_version: str
+    claim_class: ClaimClass
+    non_empirical: bool
+    factorial_experiment: FactorialExperiment | None
+    inputs: ReportInputs
+    summary: Summary
+    tasks: tuple[TaskResult, ...]
+
+
+def run_digest(run: Run) -> str:
+    """Order-independent BLAKE3 digest of a run, 64 lowercase hex characters.
+
+    ``BLAKE3("symgliph:eceb:run:v0.1\\0" || header || "\\n" || records...)``
+    where ``header`` is the canonical run without observations and auxiliary
+    costs (configurations sorted), and each observation and auxiliary cost
+    (selected artifacts sorted) is one canonical record followed by ``"\\n"``,
+    all records sorted by their bytes. Reordering records does not change it;
+    changing any value does.
+    """
+    header = msgspec.structs.replace(
+        run,
+        configurations=tuple(sorted(run.configurations, key=lambda c: c.configuration_id)),
+        observations=(),
+        auxiliary_costs=(),
+    )
+    records = [
+        _ENCODER.encode(
+            msgspec.structs.replace(o, selected_artifacts=tuple(sorted(o.selected_artifacts, key=_selected_key)))
+        )
+        for o in run.observations
+    ]
+    records.extend(_ENCODER.encode(a) for a in run.auxiliary_costs)
+    records.sort()
+    hasher = blake3.blake3(RUN_DIGEST_DOMAIN)
+    hasher.update(_ENCODER.encode(header))
+    hasher.update(b"\n")
+    for record in records:
+        hasher.update(record)
+        hasher.update(b"\n")
+    return hasher.hexdigest()
+
+
+def _selected_key(selected: msgspec.Struct) -> tuple[str, str]:
+    return (getattr(selected, "artifact_id", ""), getattr(selected, "observed_digest", ""))
+
+
+def reduce_report(
+    results: Iterable[TaskResult],
+    *,
+    inputs: ReportInputs,
+    claim_class: ClaimClass,
+    non_empirical: bool,
+    factorial_experiment: FactorialExperiment | None,
+    eceb_version: str,
+) -> Report:
+    """Fold per-task results, in any order, into the report.
+
+    Raises ValueError when two results name the same task (a shard delivered
+    twice must never count twice).
+    """
+    tasks = sorted(results, key=lambda r: r.task_id)
+    for previous, current in zip(tasks, tasks[1:], strict=False):
+        if previous.task_id == current.task_id:
+            raise ValueError(f"task {current.task_id!r} was evaluated twice")
+    passing = [t for t in tasks if t.passed]
+    token = [t.token_savings_bps for t in passing if t.token_savings_bps is not None]
+    cost = [t.cost_savings_bps for t in passing if t.cost_savings_bps is not None]
+    summary = Summary(
+        passing_tasks=len(passing),
+        total_tasks=len(tasks),
+        mean_token_savings_bps=sum(token) // len(token) if token else None,
+        mean_cost_savings_bps=sum(cost) // len(cost) if cost else None,
+        cost_savings_tasks=len(cost),
+    )
+    return Report(
+        schema=REPORT_SCHEMA,
+        eceb_version=eceb_version,
+        claim_class=claim_class,
+        non_empirical=non_empirical,
+        factorial_experiment=factorial_experiment,
+        inputs=inputs,
+        summary=summary,
+        tasks=tuple(tasks),
+    )
+
+
+def encode_report(report: Report) -> bytes:
+    """The report's bytes: canonical JSON (RFC 8785) and a final newline."""
+    return _ENCODER.encode(report) + b"\n"
