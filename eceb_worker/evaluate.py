@@ -83,6 +83,7 @@ def _benchmark_with_registry(path: Path, problems: list[Problem]) -> tuple[Bench
         registry = load_registry(registry_path(benchmark, path))
     except InputError as exc:
         problems.extend(exc.problems)
+        problems.extend(benchmark_problems(benchmark, None, None, file=str(path)))
         return benchmark, None
     artifacts = {a.artifact_id: a for a in registry.artifacts}
     problems.extend(benchmark_problems(benchmark, artifacts, registry.corpus_root, file=str(path)))

@@ -24,7 +24,7 @@ def _duplicates(values: Iterable[str]) -> list[str]:
     return sorted(value for value, count in Counter(values).items() if count > 1)
 
 
-def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact], file: str) -> list[Problem]:
+def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact] | None, file: str) -> list[Problem]:
     record = f"tasks[{index}] ({task.task_id})"
     problems: list[Problem] = []
 
@@ -40,8 +40,9 @@ def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact], fi
         for value in _duplicates(values):
             add(field, f"lists {value!r} more than once")
     allowed = set(task.allowed_classifications)
-    for artifact_id in task.required_artifacts:
-        artifact = artifacts.get(artifact_id)
+    registry: Mapping[str, Artifact] = artifacts if artifacts is not None else {}
+    for artifact_id in task.required_artifacts if artifacts is not None else ():
+        artifact = registry.get(artifact_id)
         if artifact is None:
             add("required_artifacts", f"{artifact_id!r} is not in the registry")
         elif artifact.classification not in allowed:
@@ -50,8 +51,8 @@ def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact], fi
                 f"{artifact_id!r} is {artifact.classification}, which the task does not allow "
                 f"(allowed: {', '.join(task.allowed_classifications) or 'none'})",
             )
-    for artifact_id in task.denied_artifacts:
-        if artifact_id not in artifacts:
+    for artifact_id in task.denied_artifacts if artifacts is not None else ():
+        if artifact_id not in registry:
             add("denied_artifacts", f"{artifact_id!r} is not in the registry")
     for artifact_id in sorted(set(task.required_artifacts) & set(task.denied_artifacts)):
         add("denied_artifacts", f"{artifact_id!r} is both required and denied")
@@ -68,19 +69,20 @@ def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact], fi
 
 
 def benchmark_problems(
-    benchmark: Benchmark, artifacts: Mapping[str, Artifact], corpus_root: str, *, file: str
+    benchmark: Benchmark, artifacts: Mapping[str, Artifact] | None, corpus_root: str | None, *, file: str
 ) -> list[Problem]:
     """Every inconsistency of a benchmark with itself and its registry.
 
     ``artifacts`` maps artifact id to artifact; ``corpus_root`` is the
-    registry's recomputed root. Checks: the pinned corpus root, duplicate task
+    registry's recomputed root; both ``None`` when the registry could not be
+    loaded (then only the benchmark's own consistency is checked). Checks: the pinned corpus root, duplicate task
     ids, required artifacts missing from the registry or of a classification
     the task does not allow, denied artifacts missing from the registry, an
     artifact both required and denied, duplicate list entries, and ladders
     that are empty or not strictly ascending.
     """
     problems: list[Problem] = []
-    if benchmark.registry.corpus_root != corpus_root:
+    if corpus_root is not None and benchmark.registry.corpus_root != corpus_root:
         problems.append(
             Problem(
                 file=file,

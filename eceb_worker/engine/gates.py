@@ -143,8 +143,8 @@ def evaluate_group(
 
     allowed = set(task.allowed_classifications)
     denied = set(task.denied_artifacts)
-    required = task.required_artifacts
-    terms = [(term, normalize_text(term)) for term in task.required_answer_terms]
+    required = sorted(task.required_artifacts)
+    terms = [(term, normalize_text(term)) for term in sorted(task.required_answer_terms)]
     coverages: list[int] = []
     violations = 0
     for obs in ordered:
