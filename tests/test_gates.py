@@ -242,3 +242,24 @@ def test_naive_top_k_is_reported_but_does_not_decide() -> None:
     assert result.passed
     assert ("quality", "naive_top_k", None) in gates(result)
     assert [g.strategy for g in result.groups] == ["full_permitted_context", "compiled", "compiled", "compiled", "naive_top_k"]
+
+
+def test_prompt_tokens_are_the_provider_reported_input_tokens() -> None:
+    """Local token counts are labelled separately and never gate (§16)."""
+    from tests.evaluation_builders import replace
+
+    local_over = [replace(o, local_prompt_tokens=10_000) for o in passing(100, tokens=100)]
+    result = evaluate(baseline() + local_over)
+    assert result.minimum_viable_budget == 100  # 100 <= 100: the budget gate is inclusive
+    cached = [replace(o, cached_input_tokens=90) for o in passing(100, tokens=101)]
+    assert evaluate(baseline() + cached + passing(200)).minimum_viable_budget == 200  # cached tokens still count
+
+
+def test_provenance_coverage_is_the_lowest_repetition_share() -> None:
+    t = task(required_artifacts=("req", "extra"))
+    group = [
+        obs(the_task=t, repetition=1, selected=("req", "extra")),
+        obs(the_task=t, repetition=2, selected=("req",)),
+    ]
+    result = evaluate(baseline(the_task=t) + group, the_task=t)
+    assert next(g for g in result.groups if g.budget == 100).provenance_coverage_bps == 5000
