@@ -6,6 +6,7 @@ instance roles); they are never printed, logged or written anywhere.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -24,11 +25,43 @@ CHUNK_BYTES: Final = 1024 * 1024
 DEFAULT_CONCURRENCY: Final = 16
 _MISSING_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
 _BUCKET_GONE: Final = frozenset({"NoSuchBucket"})
+# The service refuses the credentials themselves: every request would fail alike.
+_CREDENTIALS_REJECTED: Final = frozenset(
+    {
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+        "AuthorizationHeaderMalformed",
+    }
+)
+# No credentials could be found or loaded on this side.
+_NO_CREDENTIALS: Final = (
+    botocore.exceptions.NoCredentialsError,
+    botocore.exceptions.PartialCredentialsError,
+    botocore.exceptions.CredentialRetrievalError,
+)
+# The connection broke while the object's bytes were streaming: botocore's
+# retries cover the request, not the body, so the object is read again.
+_STREAM_FAILURES: Final = (
+    botocore.exceptions.ResponseStreamingError,
+    botocore.exceptions.IncompleteReadError,
+    botocore.exceptions.ReadTimeoutError,
+    botocore.exceptions.ConnectionClosedError,
+)
+STREAM_ATTEMPTS: Final = 3
+_STREAM_BACKOFF_S: Final = 0.1
+
+
+class _BrokenStream(Exception):
+    """The body of a GET broke off; carries the botocore error's type name."""
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
     """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
-    leading or trailing ``/`` and may be empty. Raises ValueError otherwise."""
+    leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
+    """
     parts = urlsplit(url)
     if parts.scheme != "s3" or not parts.netloc:
         raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
@@ -42,8 +75,14 @@ class S3Storage:
     object ``prefix/path``. Portable paths cannot leave the prefix.
 
     One boto3 client is shared by all threads (clients are thread-safe); its
-    connection pool is sized to ``concurrency`` and it retries with botocore's
-    ``standard`` mode (throttling, 5xx and connection errors, with backoff).
+    connection pool is sized to ``concurrency`` and each request is retried
+    with botocore's ``standard`` mode (throttling, 5xx and connection errors,
+    with backoff, up to ``max_attempts`` attempts). A connection that breaks
+    while an object's bytes stream is not covered by those retries: the object
+    is then read again from the start, ``STREAM_ATTEMPTS`` reads in all.
+
+    Raises ValueError for a malformed URL or endpoint; the message never
+    repeats the endpoint (it may embed credentials).
     """
 
     def __init__(
@@ -63,7 +102,11 @@ class S3Storage:
                 retries={"mode": "standard", "max_attempts": max_attempts},
                 s3={"addressing_style": "path"} if endpoint_url else None,
             )
-            client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+            try:
+                client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+            except ValueError:
+                # botocore's message repeats the endpoint verbatim.
+                raise ValueError("invalid S3 endpoint URL (expected http[s]://host[:port])") from None
         self._client = client
 
     @property
@@ -84,24 +127,47 @@ class S3Storage:
 
         Raises ``ArtifactMissing`` (no such key), ``ArtifactUnreadable``
         (access denied, read failed after retries) or ``StorageError`` (the
-        bucket does not exist, the endpoint cannot be reached).
+        bucket does not exist, the endpoint cannot be reached, no credentials
+        were found or the service rejects them).
+        """
+        for attempt in range(STREAM_ATTEMPTS - 1):
+            try:
+                return self._hash_once(path)
+            except _BrokenStream:
+                time.sleep(_STREAM_BACKOFF_S * 2**attempt)
+        try:
+            return self._hash_once(path)
+        except _BrokenStream as exc:
+            raise ArtifactUnreadable(path, f"read failed: {exc}") from None
+
+    def _hash_once(self, path: str) -> HashedBytes:
+        """One GET of the object, hashed as its bytes stream; raises
+        ``_BrokenStream`` when the body breaks off.
         """
         try:
             response = self._client.get_object(Bucket=self._bucket, Key=self._key(path))
             body = response["Body"]
             try:
                 return digest_chunks(body.iter_chunks(CHUNK_BYTES))
+            except _STREAM_FAILURES as exc:
+                raise _BrokenStream(type(exc).__name__) from None
             finally:
                 body.close()
         except botocore.exceptions.ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", ""))
             if code in _MISSING_CODES:
                 raise ArtifactMissing(path, "no such object") from None
             if code in _BUCKET_GONE:
                 raise StorageError(f"{self.location}: no such bucket") from None
-            raise ArtifactUnreadable(path, f"{code or 'error'}: {exc.response.get('Error', {}).get('Message', '')}".strip()) from None
-        except botocore.exceptions.EndpointConnectionError as exc:
+            if code in _CREDENTIALS_REJECTED:
+                raise StorageError(f"{self.location}: the credentials were rejected ({code})") from None
+            raise ArtifactUnreadable(path, f"{code or 'error'}: {error.get('Message', '')}".strip()) from None
+        except botocore.exceptions.ConnectionError as exc:
+            # Connection refused, connect timeout, proxy or TLS failure, after retries.
             raise StorageError(f"{self.location}: cannot reach the endpoint ({type(exc).__name__})") from None
+        except _NO_CREDENTIALS as exc:
+            raise StorageError(f"{self.location}: no usable AWS credentials ({type(exc).__name__})") from None
         except (botocore.exceptions.BotoCoreError, OSError) as exc:
             raise ArtifactUnreadable(path, f"read failed: {type(exc).__name__}") from None
 
