@@ -46,7 +46,7 @@ CorpusPath = Annotated[
 ]
 
 
-class Artifact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Artifact(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """One registered corpus artifact (ECEB-0.1 §5).
 
     Fields:

@@ -194,8 +194,10 @@ def run_problems(run: Run, benchmark: Benchmark, corpus_root: str, *, file: str)
                     f"{obs.output_cost_micro_usd} does not follow pricing {pricing.source!r} ({pricing.date}): "
                     f"expected {out_low}" + (f"..{out_high}" if out_high != out_low else ""),
                 )
-        for artifact_id in _duplicates(s.artifact_id for s in obs.selected_artifacts):
-            add(record, "selected_artifacts", f"selects {artifact_id!r} more than once")
+        selected_ids = [s.artifact_id for s in obs.selected_artifacts]
+        if len(set(selected_ids)) != len(selected_ids):
+            for artifact_id in _duplicates(selected_ids):
+                add(record, "selected_artifacts", f"selects {artifact_id!r} more than once")
         key = (obs.task_id, obs.strategy, obs.budget, obs.repetition)
         seen = first_of_repetition.setdefault(key, index)
         if seen != index:

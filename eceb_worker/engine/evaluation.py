@@ -26,14 +26,14 @@ STRATEGY_ORDER: Final = {"": 0, "full_permitted_context": 1, "compiled": 2, "nai
 _COMPARED: Final = ("model", "judge", "tokenizer", "decoding", "pricing")
 
 
-class TaskEvidence(msgspec.Struct, frozen=True, kw_only=True):
+class TaskEvidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Everything a run recorded for one task: its observations and auxiliary costs."""
 
     observations: tuple[Observation, ...] = ()
     auxiliary_costs: tuple[AuxiliaryCost, ...] = ()
 
 
-class TaskResult(msgspec.Struct, frozen=True, kw_only=True):
+class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The per-task figures ECEB-0.1 §12 requires, and every failed assertion.
 
     Figures are integers: tokens, micro-USD, thousandths (``_milli``), basis

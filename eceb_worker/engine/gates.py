@@ -51,7 +51,7 @@ GATE_ORDER: Final[dict[str, int]] = {
 """Report order of assertions: task-level first, then §11's gate numbers."""
 
 
-class Assertion(msgspec.Struct, frozen=True, kw_only=True):
+class Assertion(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One failed assertion.
 
     Fields:
@@ -69,7 +69,7 @@ class Assertion(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-class GroupResult(msgspec.Struct, frozen=True, kw_only=True):
+class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Measurements and verdict of one task/strategy/budget group.
 
     Fields (means are floored integer means over the group's repetitions;
@@ -106,7 +106,13 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def normalize_text(text: str) -> str:
-    """Text as answer terms are matched: Unicode NFKC, then case folding."""
+    """Text as answer terms are matched: Unicode NFKC, then case folding.
+
+    ASCII text takes a shortcut with the same result (NFKC leaves it as it
+    is, and case folding of ASCII is lower-casing).
+    """
+    if text.isascii():
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold()
 
 

@@ -16,7 +16,7 @@ import blake3
 import msgspec
 
 from eceb_worker.engine.evaluation import TaskResult
-from eceb_worker.engine.run import FactorialExperiment, Run
+from eceb_worker.engine.run import FactorialExperiment, Observation, Run
 from eceb_worker.engine.vocabulary import REPORT_SCHEMA, ClaimClass
 
 __all__ = ["RUN_DIGEST_DOMAIN", "Report", "ReportInputs", "Summary", "encode_report", "reduce_report", "run_digest"]
@@ -104,12 +104,7 @@ def run_digest(run: Run) -> str:
         observations=(),
         auxiliary_costs=(),
     )
-    records = [
-        _ENCODER.encode(
-            msgspec.structs.replace(o, selected_artifacts=tuple(sorted(o.selected_artifacts, key=_selected_key)))
-        )
-        for o in run.observations
-    ]
+    records = [_ENCODER.encode(_with_sorted_selection(o)) for o in run.observations]
     records.extend(_ENCODER.encode(a) for a in run.auxiliary_costs)
     records.sort()
     hasher = blake3.blake3(RUN_DIGEST_DOMAIN)
@@ -121,8 +116,13 @@ def run_digest(run: Run) -> str:
     return hasher.hexdigest()
 
 
-def _selected_key(selected: msgspec.Struct) -> tuple[str, str]:
-    return (getattr(selected, "artifact_id", ""), getattr(selected, "observed_digest", ""))
+def _with_sorted_selection(observation: Observation) -> Observation:
+    selected = observation.selected_artifacts
+    keys = [(s.artifact_id, s.observed_digest) for s in selected]
+    if keys == sorted(keys):
+        return observation
+    ordered = tuple(s for _, s in sorted(zip(keys, selected, strict=True), key=lambda pair: pair[0]))
+    return msgspec.structs.replace(observation, selected_artifacts=ordered)
 
 
 def reduce_report(

@@ -120,14 +120,14 @@ class FactorialExperiment(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     description: str = ""
 
 
-class SelectedArtifact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class SelectedArtifact(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """An artifact placed in the context, with the digest of the bytes used."""
 
     artifact_id: NonEmpty
     observed_digest: Digest
 
 
-class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """One repetition of one task under one strategy and budget (ECEB-0.1 §8).
 
     Fields:
@@ -169,7 +169,7 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     context_digest: Digest
 
 
-class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """Spend outside the observations themselves (ECEB-0.1 §8: embedding
     requests, tool calls, retries), charged to one task/strategy/budget group.
 

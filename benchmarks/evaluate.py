@@ -1,0 +1,240 @@
+"""Evaluation speed: gates and report for a run of 1,000,000 observations.
+
+Generates a synthetic benchmark, registry and run (deterministic, seeded) into
+``benchmarks/data/evaluate/``, then times, in one process pinned to one core,
+each stage of ``eceb evaluate`` after corpus verification: decoding the run,
+checking benchmark and run, evaluating every task, reducing and encoding the
+report. Prints seconds per stage, observations/s and peak RSS, against the
+target (under 10 s and 2 GB on one core).
+
+    python benchmarks/evaluate.py [--observations 1000000] [--tasks 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import blake3
+import msgspec
+
+from eceb_worker import __version__
+from eceb_worker.engine.artifacts import Artifact
+from eceb_worker.engine.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
+from eceb_worker.engine.checks import run_problems
+from eceb_worker.engine.registry import build_registry, registry_lines
+from eceb_worker.engine.report import ReportInputs, encode_report, reduce_report, run_digest
+from eceb_worker.engine.run import (
+    BenchmarkReference,
+    Configuration,
+    Decoding,
+    JudgeProfile,
+    ModelIdentity,
+    Observation,
+    PricingSnapshot,
+    Run,
+    SelectedArtifact,
+    Tokenizer,
+)
+from eceb_worker.evaluate import check_benchmark, evaluate_tasks, load_run, partition_evidence
+
+DATA = Path(__file__).resolve().parent / "data" / "evaluate"
+LADDER = (256, 512, 1024, 2048)
+
+
+def digest(text: str) -> str:
+    return blake3.blake3(text.encode()).hexdigest()
+
+
+def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[Artifact]]:
+    per_task = observations // task_count
+    reps = max(1, per_task // (1 + len(LADDER)))
+    artifacts = [
+        Artifact(
+            artifact_id=f"doc/{i:05d}.md",
+            path=f"doc/{i:05d}.md",
+            kind="runbook",
+            classification=("public", "internal", "confidential", "restricted")[i % 4],
+            source_digest=digest(f"artifact {i}"),
+            size_bytes=1000 + i,
+        )
+        for i in range(4000)
+    ]
+    registry = build_registry(artifacts)
+    tasks = []
+    for t in range(task_count):
+        required = (f"doc/{(4 * t) % 4000:05d}.md", f"doc/{(4 * t + 1) % 4000:05d}.md")
+        tasks.append(
+            Task(
+                task_id=f"task-{t:06d}",
+                query=f"Question number {t} about the runbooks?",
+                required_artifacts=required,
+                allowed_classifications=("public", "internal"),
+                denied_artifacts=(f"doc/{(4 * t + 2) % 4000:05d}.md",),
+                budget_ladder=LADDER,
+                minimum_quality_milli=700,
+                maximum_quality_regression_milli=100,
+                required_answer_terms=("rollback", "on-call"),
+                required_repetitions=reps,
+            )
+        )
+    benchmark = Benchmark(
+        schema="symgliph.eceb/benchmark-v0.1",
+        benchmark_id="synthetic-1m",
+        registry=RegistryReference(path="registry.jsonl", corpus_root=registry.corpus_root),
+        tasks=tuple(tasks),
+    )
+    configuration = Configuration(
+        configuration_id="c",
+        model=ModelIdentity(provider="p", name="m", revision="1"),
+        judge=JudgeProfile(profile="j", model=ModelIdentity(provider="p", name="judge")),
+        tokenizer=Tokenizer(name="bpe"),
+        decoding=Decoding(temperature_milli=0, max_output_tokens=512),
+        pricing=PricingSnapshot(
+            source="synthetic",
+            date="2026-07-01",
+            input_micro_usd_per_mtok=3_000_000,
+            cached_input_micro_usd_per_mtok=300_000,
+            output_micro_usd_per_mtok=15_000_000,
+        ),
+    )
+    by_id = {a.artifact_id: a for a in artifacts}
+    records: list[Observation] = []
+    answer = "Roll back with the rollback job, then page the on-call engineer. " * 3
+    for index, task in enumerate(tasks):
+        selected = tuple(SelectedArtifact(artifact_id=a, observed_digest=by_id[a].source_digest) for a in task.required_artifacts)
+        q = query_digest(task.query)
+        groups: list[tuple[str, int | None, int, int]] = [("full_permitted_context", None, 4000, 900)]
+        passing_from = LADDER[index % len(LADDER)]
+        groups += [("compiled", b, b - 20, 880 if b >= passing_from else 600) for b in LADDER]
+        for strategy, budget, tokens, quality in groups:
+            context = digest(f"{task.task_id}|{strategy}|{budget}")
+            for r in range(1, reps + 1):
+                records.append(
+                    Observation(
+                        task_id=task.task_id,
+                        strategy=strategy,  # type: ignore[arg-type]
+                        budget=budget,
+                        repetition=r,
+                        configuration_id="c",
+                        query_digest=q,
+                        input_tokens=tokens,
+                        output_tokens=100,
+                        input_cost_micro_usd=tokens * 3,
+                        output_cost_micro_usd=1500,
+                        latency_ms=500 + r,
+                        quality_milli=quality,
+                        answer=answer,
+                        selected_artifacts=selected,
+                        context_digest=context,
+                    )
+                )
+    run = Run(
+        schema="symgliph.eceb/run-v0.1",
+        run_id="synthetic-1m",
+        claim_class="conformance_seed",
+        non_empirical=True,
+        benchmark=BenchmarkReference(benchmark_id="synthetic-1m", task_root=task_root(benchmark.tasks)),
+        corpus_root=registry.corpus_root,
+        configurations=(configuration,),
+        observations=tuple(records),
+    )
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = DATA / "run.json"
+    path.write_bytes(msgspec.json.encode(run))
+    return path, benchmark, artifacts
+
+
+def write_inputs(observations: int, task_count: int) -> None:
+    """Generate and write benchmark.json, registry.jsonl and run.json into DATA."""
+    run_path, benchmark, artifacts = generate(observations, task_count)
+    registry = build_registry(artifacts)
+    (DATA / "registry.jsonl").write_bytes(b"".join(registry_lines(registry)))
+    (DATA / "benchmark.json").write_bytes(msgspec.json.encode(benchmark))
+    (DATA / "params.json").write_text(f"[{observations}, {task_count}]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--observations", type=int, default=1_000_000)
+    parser.add_argument("--tasks", type=int, default=20_000)
+    parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.generate_only:
+        write_inputs(args.observations, args.tasks)
+        return
+    params = DATA / "params.json"
+    if not params.exists() or params.read_text() != f"[{args.observations}, {args.tasks}]":
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, __file__, "--generate-only", "--observations", str(args.observations),
+             "--tasks", str(args.tasks)],
+            check=True,
+        )
+        print(f"generated inputs in {DATA} in {time.perf_counter() - started:.1f} s")
+    run_path = DATA / "run.json"
+    print(f"run.json: {run_path.stat().st_size / 1e6:.0f} MB")
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+    stages: list[tuple[str, float]] = []
+    clock = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages.append((name, now - clock))
+        clock = now
+
+    benchmark, registry = check_benchmark(DATA / "benchmark.json")
+    run = load_run(run_path)
+    stage("decode benchmark, registry, run")
+    problems = run_problems(run, benchmark, registry.corpus_root, file=str(run_path))
+    assert not problems, problems[:5]
+    stage("check run against benchmark")
+    by_id = {a.artifact_id: a for a in registry.artifacts}
+    results = evaluate_tasks(
+        sorted(benchmark.tasks, key=lambda t: t.task_id),
+        partition_evidence(run),
+        artifacts=by_id,
+        configurations={c.configuration_id: c for c in run.configurations},
+        factorial=run.factorial_experiment,
+    )
+    stage("evaluate gates")
+    inputs = ReportInputs(
+        benchmark_id=benchmark.benchmark_id,
+        task_root=task_root(benchmark.tasks),
+        corpus_root=registry.corpus_root,
+        artifact_count=len(registry.artifacts),
+        run_id=run.run_id,
+        run_digest=run_digest(run),
+    )
+    report = reduce_report(
+        results,
+        inputs=inputs,
+        claim_class=run.claim_class,
+        non_empirical=run.non_empirical,
+        factorial_experiment=run.factorial_experiment,
+        eceb_version=__version__,
+    )
+    data = encode_report(report)
+    stage("digest, reduce and encode report")
+
+    total = sum(seconds for _, seconds in stages)
+    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+    print(f"observations: {len(run.observations):,}  tasks: {len(results):,}  passing: {report.summary.passing_tasks:,}")
+    for name, seconds in stages:
+        print(f"  {name:<34} {seconds:6.2f} s")
+    print(f"  {'total (gates + report)':<34} {total:6.2f} s   target < 10 s   {'met' if total < 10 else 'NOT met'}")
+    print(f"  {'throughput':<34} {len(run.observations) / total:,.0f} observations/s")
+    print(f"  {'peak RSS (whole process)':<34} {rss_gb:6.2f} GB  target < 2 GB   {'met' if rss_gb < 2 else 'NOT met'}")
+    print(f"  report: {len(data) / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
