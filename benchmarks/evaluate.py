@@ -23,12 +23,10 @@ from pathlib import Path
 import blake3
 import msgspec
 
-from eceb_worker import __version__
 from eceb_worker.engine.artifacts import Artifact
 from eceb_worker.engine.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
-from eceb_worker.engine.checks import run_problems
 from eceb_worker.engine.registry import build_registry, registry_lines
-from eceb_worker.engine.report import ReportInputs, encode_report, reduce_report, run_digest
+from eceb_worker.engine.report import encode_report
 from eceb_worker.engine.run import (
     BenchmarkReference,
     Configuration,
@@ -41,7 +39,7 @@ from eceb_worker.engine.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.evaluate import check_benchmark, evaluate_tasks, load_run, partition_evidence
+from eceb_worker.evaluate import evaluate_verified, load_inputs
 
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
 LADDER = (256, 512, 1024, 2048)
@@ -191,47 +189,21 @@ def main() -> None:
         stages.append((name, now - clock))
         clock = now
 
-    benchmark, registry = check_benchmark(DATA / "benchmark.json")
-    run = load_run(run_path)
-    stage("decode benchmark, registry, run")
-    problems = run_problems(run, benchmark, registry.corpus_root, file=str(run_path))
-    assert not problems, problems[:5]
-    stage("check run against benchmark")
-    by_id = {a.artifact_id: a for a in registry.artifacts}
-    results = evaluate_tasks(
-        sorted(benchmark.tasks, key=lambda t: t.task_id),
-        partition_evidence(run),
-        artifacts=by_id,
-        configurations={c.configuration_id: c for c in run.configurations},
-        factorial=run.factorial_experiment,
-    )
-    stage("evaluate gates")
-    inputs = ReportInputs(
-        benchmark_id=benchmark.benchmark_id,
-        task_root=task_root(benchmark.tasks),
-        corpus_root=registry.corpus_root,
-        artifact_count=len(registry.artifacts),
-        run_id=run.run_id,
-        run_digest=run_digest(run),
-    )
-    report = reduce_report(
-        results,
-        inputs=inputs,
-        claim_class=run.claim_class,
-        non_empirical=run.non_empirical,
-        factorial_experiment=run.factorial_experiment,
-        eceb_version=__version__,
-    )
+    inputs = load_inputs(DATA / "benchmark.json", run_path)
+    stage("decode inputs, index the run")
+    report = evaluate_verified(inputs, len(inputs.registry.artifacts))
+    stage("check, evaluate, digest every task")
     data = encode_report(report)
-    stage("digest, reduce and encode report")
-
+    stage("encode report")
+    results = report.tasks
+    observation_count = inputs.run.observation_count
     total = sum(seconds for _, seconds in stages)
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
-    print(f"observations: {len(run.observations):,}  tasks: {len(results):,}  passing: {report.summary.passing_tasks:,}")
+    print(f"observations: {observation_count:,}  tasks: {len(results):,}  passing: {report.summary.passing_tasks:,}")
     for name, seconds in stages:
         print(f"  {name:<34} {seconds:6.2f} s")
     print(f"  {'total (gates + report)':<34} {total:6.2f} s   target < 10 s   {'met' if total < 10 else 'NOT met'}")
-    print(f"  {'throughput':<34} {len(run.observations) / total:,.0f} observations/s")
+    print(f"  {'throughput':<34} {observation_count / total:,.0f} observations/s")
     print(f"  {'peak RSS (whole process)':<34} {rss_gb:6.2f} GB  target < 2 GB   {'met' if rss_gb < 2 else 'NOT met'}")
     print(f"  report: {len(data) / 1e6:.1f} MB")
 

@@ -16,7 +16,8 @@ from eceb_worker.engine.documents import decode_document
 from eceb_worker.engine.evaluation import TaskResult
 from eceb_worker.engine.report import Report, encode_report
 from eceb_worker.errors import InputError, Problem, VerificationError
-from eceb_worker.evaluate import check_benchmark, load_inputs, load_run
+from eceb_worker.engine.checks import run_header_problems
+from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.files import atomic_write, read_input
@@ -158,9 +159,14 @@ def validate(path: Path, benchmark_path: Path | None) -> None:
     elif kind == "benchmark":
         check_benchmark(path)
     elif kind == "run" and benchmark_path is not None:
-        load_inputs(benchmark_path, path)
+        inputs = load_inputs(benchmark_path, path)
+        check_run_records(inputs.run, inputs.benchmark)
     elif kind == "run":
-        load_run(path)
+        run = load_run(path)
+        problems = list(run.unkeyed) + run_header_problems(run.header, None, None, file=str(path))
+        if problems:
+            raise InputError(problems)
+        check_run_records(run)
     elif kind == "report":
         decode_document(read_input(path), Report, "report-v0.1.json", file=str(path))
     else:

@@ -7,46 +7,44 @@ the caller writes the report (atomically).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from eceb_worker import __version__
 from eceb_worker.corpus import load_registry, verify_corpus
-from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.benchmark import Benchmark, Task, task_root
-from eceb_worker.engine.checks import benchmark_problems, run_problems
+from eceb_worker.engine.benchmark import Benchmark, task_root
+from eceb_worker.engine.checks import benchmark_problems, run_header_problems
 from eceb_worker.engine.documents import decode_document
-from eceb_worker.engine.evaluation import TaskEvidence, TaskResult, evaluate_task
 from eceb_worker.engine.registry import Registry
-from eceb_worker.engine.report import Report, ReportInputs, reduce_report, run_digest
-from eceb_worker.engine.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation, Run
+from eceb_worker.engine.report import Report, ReportInputs, RunDigester, reduce_report
+from eceb_worker.engine.run_evaluation import evaluate_tasks_of_run
+from eceb_worker.engine.run_stream import IndexedRun, index_run
 from eceb_worker.engine.verification import ShardVerification, VerificationReport
 from eceb_worker.errors import InputError, Problem, VerificationError
 from eceb_worker.executors.inprocess import ShardExecutor
-from eceb_worker.files import read_input
+from eceb_worker.files import map_input, read_input
 from eceb_worker.storage import StorageSpec
 
 __all__ = [
     "EvaluationInputs",
     "check_benchmark",
+    "check_run_records",
     "evaluate",
-    "evaluate_tasks",
+    "evaluate_verified",
     "load_benchmark",
     "load_inputs",
     "load_run",
-    "partition_evidence",
 ]
 
 
 class EvaluationInputs(msgspec.Struct, frozen=True, kw_only=True):
-    """A benchmark, its registry and a run, each checked against the others."""
+    """A benchmark, its registry and a run (header checked, records indexed)."""
 
     benchmark: Benchmark
     registry: Registry
-    run: Run
+    run: IndexedRun
 
 
 def load_benchmark(path: Path) -> Benchmark:
@@ -54,16 +52,13 @@ def load_benchmark(path: Path) -> Benchmark:
     return decode_document(read_input(path), Benchmark, "benchmark-v0.1.json", file=str(path))
 
 
-def load_run(path: Path) -> Run:
-    """Decode a run file; raises :class:`InputError` with every schema problem
-    (observations and auxiliary costs are checked one by one)."""
-    return decode_document(
-        read_input(path),
-        Run,
-        "run-v0.1.json",
-        file=str(path),
-        item_fields={"observations": Observation, "auxiliary_costs": AuxiliaryCost},
-    )
+def load_run(path: Path) -> IndexedRun:
+    """Decode a run file's header and index its records by task (the file is
+    memory-mapped; records are decoded later, task by task). Raises
+    :class:`InputError` with every problem of the header and, if the header
+    or the arrays' shape is invalid, of every record.
+    """
+    return index_run(map_input(path), file=str(path))
 
 
 def registry_path(benchmark: Benchmark, benchmark_path: Path) -> Path:
@@ -73,7 +68,6 @@ def registry_path(benchmark: Benchmark, benchmark_path: Path) -> Path:
 
 def _benchmark_with_registry(path: Path, problems: list[Problem]) -> tuple[Benchmark | None, Registry | None]:
     """Load a benchmark and its registry, appending every problem to ``problems``."""
-    benchmark = registry = None
     try:
         benchmark = load_benchmark(path)
     except InputError as exc:
@@ -104,10 +98,11 @@ def check_benchmark(path: Path) -> tuple[Benchmark, Registry]:
 
 
 def load_inputs(benchmark_path: Path, run_path: Path) -> EvaluationInputs:
-    """Load the benchmark, its registry and the run, and check them together.
+    """Load the benchmark, its registry and the run's header, and check them together.
 
-    Raises :class:`InputError` holding every problem of all three files (each
-    problem names its file), before any corpus byte is read.
+    Raises :class:`InputError` holding every problem of the three files found
+    so far (each problem names its file), before any corpus byte is read. The
+    run's records are checked while they are evaluated (:func:`evaluate`).
     """
     problems: list[Problem] = []
     benchmark, registry = _benchmark_with_registry(benchmark_path, problems)
@@ -116,48 +111,41 @@ def load_inputs(benchmark_path: Path, run_path: Path) -> EvaluationInputs:
         run = load_run(run_path)
     except InputError as exc:
         problems.extend(exc.problems)
-    if benchmark is not None and registry is not None and run is not None:
-        problems.extend(run_problems(run, benchmark, registry.corpus_root, file=str(run_path)))
+    if run is not None:
+        problems.extend(run.unkeyed)
+        problems.extend(
+            run_header_problems(run.header, benchmark, registry.corpus_root if registry else None, file=str(run_path))
+        )
+    if problems and run is not None:
+        # The run's records would otherwise be checked only after corpus
+        # verification: report their problems now, with the others.
+        problems.extend(_run_record_problems(run, benchmark))
     if problems:
         raise InputError(problems)
     assert benchmark is not None and registry is not None and run is not None
     return EvaluationInputs(benchmark=benchmark, registry=registry, run=run)
 
 
-def partition_evidence(run: Run) -> dict[str, TaskEvidence]:
-    """Split a run's observations and auxiliary costs by task id."""
-    observations: dict[str, list[Observation]] = defaultdict(list)
-    auxiliary: dict[str, list[AuxiliaryCost]] = defaultdict(list)
-    for obs in run.observations:
-        observations[obs.task_id].append(obs)
-    for aux in run.auxiliary_costs:
-        auxiliary[aux.task_id].append(aux)
-    return {
-        task_id: TaskEvidence(observations=tuple(observations[task_id]), auxiliary_costs=tuple(auxiliary[task_id]))
-        for task_id in observations.keys() | auxiliary.keys()
-    }
+def _record_order(problem: Problem) -> tuple[str, int, str, str]:
+    name, _, rest = problem.record.partition("[")
+    index = int(rest.split("]")[0]) if rest[:1].isdigit() else -1
+    return (name, index, problem.field, problem.message)
 
 
-def evaluate_tasks(
-    tasks: Sequence[Task],
-    evidence: Mapping[str, TaskEvidence],
-    *,
-    artifacts: Mapping[str, Artifact],
-    configurations: Mapping[str, Configuration],
-    factorial: FactorialExperiment | None,
-) -> list[TaskResult]:
-    """Map step of evaluation: evaluate each task of a shard (ECEB-0.1 §10-§14)."""
-    empty = TaskEvidence()
-    return [
-        evaluate_task(
-            task,
-            evidence.get(task.task_id, empty),
-            artifacts=artifacts,
-            configurations=configurations,
-            factorial=factorial,
-        )
-        for task in tasks
-    ]
+def _run_record_problems(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
+    tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else {}
+    outcomes = evaluate_tasks_of_run(sorted(run.task_ids), run, tasks, None)
+    return sorted((p for o in outcomes for p in o.problems), key=_record_order)
+
+
+def check_run_records(run: IndexedRun, benchmark: Benchmark | None = None) -> None:
+    """Check every record of a run (against ``benchmark`` when given).
+
+    Raises :class:`InputError` holding every problem, in record order.
+    """
+    problems = _run_record_problems(run, benchmark)
+    if problems:
+        raise InputError(problems)
 
 
 def evaluate(
@@ -168,11 +156,12 @@ def evaluate(
     shard_bytes: int | None = None,
     on_shard: Callable[[ShardVerification], object] | None = None,
 ) -> tuple[Report, VerificationReport]:
-    """Verify the corpus (ECEB-0.1 §5), then evaluate every task and reduce.
+    """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task and reduce.
 
     Raises :class:`VerificationError` (holding the verification report) when
     any registered artifact is missing, stale, unreadable or escapes the
-    corpus; ``StorageError`` when the corpus cannot be read at all.
+    corpus; ``StorageError`` when the corpus cannot be read at all;
+    :class:`InputError` with every problem of the run's records.
     """
     kwargs = {} if shard_bytes is None else {"shard_bytes": shard_bytes}
     verification = verify_corpus(inputs.registry, corpus, executor=executor, on_shard=on_shard, **kwargs)
@@ -182,28 +171,42 @@ def evaluate(
             "artifacts do not match the registry",
             verification,
         )
+    return evaluate_verified(inputs, verification.verified_count), verification
+
+
+def evaluate_verified(inputs: EvaluationInputs, artifact_count: int) -> Report:
+    """Check and evaluate every task of a run whose corpus has been verified,
+    and reduce the results into the report (ECEB-0.1 §8-§15).
+
+    ``artifact_count`` is the number of artifacts verified. Raises
+    :class:`InputError` with every problem of the run's records, in record order.
+    """
     benchmark, run = inputs.benchmark, inputs.run
-    results = evaluate_tasks(
-        sorted(benchmark.tasks, key=lambda t: t.task_id),
-        partition_evidence(run),
-        artifacts={a.artifact_id: a for a in inputs.registry.artifacts},
-        configurations={c.configuration_id: c for c in run.configurations},
-        factorial=run.factorial_experiment,
+    tasks = {t.task_id: t for t in benchmark.tasks}
+    outcomes = evaluate_tasks_of_run(
+        sorted(tasks.keys() | run.task_ids), run, tasks, {a.artifact_id: a for a in inputs.registry.artifacts}
     )
+    problems = sorted((p for o in outcomes for p in o.problems), key=_record_order)
+    if problems:
+        raise InputError(problems)
+    digester = RunDigester(run.header)
+    recorded = run.task_ids
+    for outcome in outcomes:
+        if outcome.task_id in recorded:
+            digester.add_task(outcome.task_id, outcome.records_digest)
     report_inputs = ReportInputs(
         benchmark_id=benchmark.benchmark_id,
         task_root=task_root(benchmark.tasks),
         corpus_root=inputs.registry.corpus_root,
-        artifact_count=verification.verified_count,
-        run_id=run.run_id,
-        run_digest=run_digest(run),
+        artifact_count=artifact_count,
+        run_id=run.header.run_id,
+        run_digest=digester.hexdigest(),
     )
-    report = reduce_report(
-        results,
+    return reduce_report(
+        (o.result for o in outcomes if o.result is not None),
         inputs=report_inputs,
-        claim_class=run.claim_class,
-        non_empirical=run.non_empirical,
-        factorial_experiment=run.factorial_experiment,
+        claim_class=run.header.claim_class,
+        non_empirical=run.header.non_empirical,
+        factorial_experiment=run.header.factorial_experiment,
         eceb_version=__version__,
     )
-    return report, verification

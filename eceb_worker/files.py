@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import tempfile
 from collections.abc import Iterable
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["atomic_write", "read_input"]
+__all__ = ["atomic_write", "map_input", "read_input"]
 
 
 def read_input(path: Path) -> bytes:
@@ -20,6 +21,19 @@ def read_input(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
+
+
+def map_input(path: Path) -> bytes | mmap.mmap:
+    """The bytes of a (large) input file, memory-mapped read-only rather than
+    copied; raises :class:`InputError` naming it when it cannot be read."""
+    try:
+        with path.open("rb") as stream:
+            if os.fstat(stream.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError([Problem(file=str(path), message=f"cannot read: {message}")]) from exc
 
 
 def _umask() -> int:

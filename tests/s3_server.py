@@ -30,6 +30,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,20 @@ class S3Server:
             region_name=self.region,
             config=botocore.config.Config(**options),
         )
+
+    def upload_tree(self, root: Path, bucket: str, prefix: str, *, threads: int = 32) -> list[str]:
+        """Upload every file under ``root`` to ``bucket/prefix/<relative path>``
+        (test set-up, in a thread pool); returns the relative paths, sorted."""
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+        client = self.client(max_pool_connections=threads)
+
+        def put(path: Path) -> str:
+            relative = path.relative_to(root).as_posix()
+            client.put_object(Bucket=bucket, Key=f"{prefix}/{relative}", Body=path.read_bytes())
+            return relative
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(put, files))
 
 
 def _free_loopback_port() -> int:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.evaluate import check_benchmark, load_inputs
+from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs
 
 SEED = Path(__file__).resolve().parents[1] / "examples" / "enterprise-seed"
 
@@ -36,9 +36,32 @@ def located(found: list[Problem]) -> set[tuple[str, str, str]]:
     return {(Path(p.file).name, p.record, p.field) for p in found}
 
 
+def load_and_check(benchmark: Path, run: Path) -> None:
+    inputs = load_inputs(benchmark, run)
+    check_run_records(inputs.run, inputs.benchmark)
+
+
 def test_seed_is_consistent() -> None:
     inputs = load_inputs(SEED / "benchmark.json", SEED / "run.json")
+    check_run_records(inputs.run, inputs.benchmark)
     assert len(inputs.benchmark.tasks) == 13
+    assert inputs.run.observation_count == 86
+
+
+def test_record_problems_alone_are_all_reported(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    run["observations"][3]["input_cost_micro_usd"] += 7
+    run["observations"][40]["context_digest"] = "F" * 64
+    run["observations"][41]["selected_artifacts"][0]["observed_digest"] = "g" * 64
+    write(run_path, run)
+    inputs = load_inputs(bench_path, run_path)  # the header is fine: records are checked later
+    found = located(problems(lambda: check_run_records(inputs.run, inputs.benchmark)))
+    assert found == {
+        ("run.json", "observations[3]", "input_cost_micro_usd"),
+        ("run.json", "observations[40]", "context_digest"),
+        ("run.json", "observations[41]", "selected_artifacts[0].observed_digest"),
+    }
 
 
 def test_every_benchmark_problem_class_in_one_run(tmp_path: Path) -> None:
@@ -107,7 +130,7 @@ def test_every_run_problem_class_in_one_run(tmp_path: Path) -> None:
     run["corpus_root"] = "1" * 64
     run["benchmark"]["task_root"] = "2" * 64
     write(run_path, run)
-    found = located(problems(lambda: load_inputs(bench_path, run_path)))
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
     expected = {
         ("run.json", "observations[0]", "task_id"),
         ("run.json", "observations[4]", "budget"),
@@ -136,7 +159,7 @@ def test_run_schema_problems_are_listed_per_observation(tmp_path: Path) -> None:
     del o[20]["answer"]
     run["claim_class"] = "marketing"
     write(run_path, run)
-    found = located(problems(lambda: load_inputs(bench_path, run_path)))
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
     assert {
         ("run.json", "observations[3]", "quality_milli"),
         ("run.json", "observations[3]", "strategy"),
@@ -154,7 +177,7 @@ def test_problems_of_all_three_files_come_together(tmp_path: Path) -> None:
     write(run_path, run)
     registry = tmp_path / "registry.jsonl"
     registry.write_text(registry.read_text().replace('"kind":"code"', '"kind":"wiki"'))
-    files = {Path(p.file).name for p in problems(lambda: load_inputs(bench_path, run_path))}
+    files = {Path(p.file).name for p in problems(lambda: load_and_check(bench_path, run_path))}
     assert files == {"benchmark.json", "registry.jsonl", "run.json"}
 
 
@@ -162,6 +185,6 @@ def test_invalid_json_names_the_file(tmp_path: Path) -> None:
     bench_path, run_path, benchmark, _ = seed_copy(tmp_path)
     write(bench_path, benchmark)
     run_path.write_text("{")
-    found = problems(lambda: load_inputs(bench_path, run_path))
+    found = problems(lambda: load_and_check(bench_path, run_path))
     assert found[0].file == str(run_path)
     assert "invalid JSON" in found[0].message

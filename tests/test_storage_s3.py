@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 
 import blake3
 import pytest
-from boto3.s3.transfer import TransferConfig
 from click.testing import CliRunner, Result
 
 from eceb_cli import exit_codes
@@ -36,7 +35,7 @@ from tests.s3_server import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "public-eng-mix"
-CORPUS_FILES = Path("/work/shared/corpora/public-eng-mix/files")
+CORPUS_FILES = REPO.parent / "shared" / "corpora" / "public-eng-mix" / "files"
 EXAMPLE_ROOT = "a05ba2e2f9a1c74c1657234679658f6951391619613cba7a7b14fca40a50f339"
 
 RULES = b"""schema = "symgliph.eceb/rules-v0.1"
@@ -586,20 +585,6 @@ def test_cli_paginates_more_than_1000_keys(s3_server: S3Server, s3_bucket: str, 
 # --- the real corpus ---------------------------------------------------------
 
 
-def upload_tree(client: Any, root: Path, bucket: str, prefix: str, *, threads: int = 16) -> list[str]:
-    """Upload every file under ``root`` to ``prefix/<relative path>``; the relative paths."""
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    config = TransferConfig(use_threads=False)
-
-    def upload(path: Path) -> str:
-        relative = path.relative_to(root).as_posix()
-        client.upload_file(str(path), bucket, f"{prefix}/{relative}", Config=config)
-        return relative
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(upload, files))
-
-
 def verify_json(server: S3Server, registry: Path, source: str, *extra: str) -> tuple[int, dict[str, Any]]:
     done = run_eceb(
         server,
@@ -622,7 +607,7 @@ def test_real_corpus_verifies_from_s3(s3_server: S3Server, s3_bucket: str, tmp_p
     started = time.monotonic()
     registry = EXAMPLE / "registry.jsonl"
     client = s3_server.client(max_pool_connections=16)
-    uploaded = upload_tree(client, CORPUS_FILES, s3_bucket, "mirror/public-eng-mix")
+    uploaded = s3_server.upload_tree(CORPUS_FILES, s3_bucket, "mirror/public-eng-mix")
     assert len(uploaded) == 2419
     source = f"s3://{s3_bucket}/mirror/public-eng-mix"
     endpoint = ("--endpoint-url", s3_server.endpoint_url)

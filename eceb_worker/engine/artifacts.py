@@ -6,15 +6,17 @@ further line one :class:`Artifact`. See ``docs/REGISTRY.md``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Final, Literal
 
 import msgspec
 
 from eceb_worker.engine.vocabulary import Classification, SourceKind
 
-__all__ = ["DIGEST_PATTERN", "Artifact", "Digest", "RegistryHeader"]
+__all__ = ["DIGEST_PATTERN", "Artifact", "Digest", "RecordDigest", "RegistryHeader", "is_digest"]
 
 DIGEST_PATTERN: Final = "^[0-9a-f]{64}$"
+_DIGEST: Final = re.compile(DIGEST_PATTERN)
 
 Digest = Annotated[
     str,
@@ -23,6 +25,25 @@ Digest = Annotated[
         description="BLAKE3-256 digest, 64 lowercase hexadecimal characters.",
     ),
 ]
+
+RecordDigest = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=64,
+        max_length=64,
+        extra_json_schema={"pattern": DIGEST_PATTERN},
+        description="BLAKE3-256 digest, 64 lowercase hexadecimal characters.",
+    ),
+]
+"""A digest in a record that occurs millions of times (observations, registry
+lines). Decoding checks only its length; the schema states the full pattern,
+and the engine checks it with :func:`is_digest` on the distinct values, which
+is much cheaper than a regular expression per field while decoding."""
+
+
+def is_digest(value: str) -> bool:
+    """True for 64 lowercase hexadecimal characters."""
+    return _DIGEST.fullmatch(value) is not None
 
 ArtifactId = Annotated[
     str,

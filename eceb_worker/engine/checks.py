@@ -9,15 +9,15 @@ field; an empty list means the input is consistent. Schema-level problems
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
-from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.benchmark import Benchmark, Task, query_digest, task_root
+from eceb_worker.engine.artifacts import Artifact, is_digest
+from eceb_worker.engine.benchmark import Benchmark, Task, task_root
 from eceb_worker.engine.metrics import observation_cost_bounds
-from eceb_worker.engine.run import Configuration, Run
+from eceb_worker.engine.run import AuxiliaryCost, Configuration, Observation, RunHeader
 from eceb_worker.errors import Problem
 
-__all__ = ["benchmark_problems", "run_problems"]
+__all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
 
 
 def _duplicates(values: Iterable[str]) -> list[str]:
@@ -107,61 +107,82 @@ def benchmark_problems(
     return problems
 
 
-def _configuration_problems(run: Run, file: str) -> tuple[dict[str, Configuration], list[Problem]]:
-    configurations: dict[str, Configuration] = {}
+def run_header_problems(
+    header: RunHeader, benchmark: Benchmark | None, corpus_root: str | None, *, file: str
+) -> list[Problem]:
+    """Every inconsistency of a run's header: duplicate configuration ids and,
+    given the benchmark and the registry's corpus root, the benchmark
+    reference (id and task root) and the corpus root."""
     problems: list[Problem] = []
-    for index, configuration in enumerate(run.configurations):
-        if configuration.configuration_id in configurations:
-            problems.append(
-                Problem(
-                    file=file,
-                    record=f"configurations[{index}]",
-                    field="configuration_id",
-                    message=f"duplicate configuration_id {configuration.configuration_id!r}",
-                )
+
+    def add(record: str, field: str, message: str) -> None:
+        problems.append(Problem(file=file, record=record, field=field, message=message))
+
+    if benchmark is not None:
+        if header.benchmark.benchmark_id != benchmark.benchmark_id:
+            add("benchmark", "benchmark_id", f"is {header.benchmark.benchmark_id!r}, not {benchmark.benchmark_id!r}")
+        expected_root = task_root(benchmark.tasks)
+        if header.benchmark.task_root != expected_root:
+            add("benchmark", "task_root", f"is {header.benchmark.task_root} but the benchmark's task root is {expected_root}")
+    if corpus_root is not None and header.corpus_root != corpus_root:
+        add("", "corpus_root", f"is {header.corpus_root} but the registry's corpus root is {corpus_root}")
+    seen: set[str] = set()
+    for index, configuration in enumerate(header.configurations):
+        if configuration.configuration_id in seen:
+            add(
+                f"configurations[{index}]",
+                "configuration_id",
+                f"duplicate configuration_id {configuration.configuration_id!r}",
             )
-        configurations.setdefault(configuration.configuration_id, configuration)
-    return configurations, problems
+        seen.add(configuration.configuration_id)
+    return problems
 
 
-def run_problems(run: Run, benchmark: Benchmark, corpus_root: str, *, file: str) -> list[Problem]:
-    """Every inconsistency of a run with its benchmark and corpus.
+def task_record_problems(
+    task_id: str,
+    task: Task | None,
+    observations: Sequence[tuple[int, Observation]],
+    auxiliary_costs: Sequence[tuple[int, AuxiliaryCost]],
+    configurations: Mapping[str, Configuration],
+    *,
+    file: str,
+    benchmark_known: bool,
+) -> list[Problem]:
+    """Every inconsistency of one task's records (positions give the record names).
 
-    Checks: the benchmark reference (id and task root) and the corpus root;
-    duplicate configuration ids; for every observation, a known task, a
-    budget that fits its strategy (compiled: a budget of the task's ladder;
-    full_permitted_context: none; naive_top_k: any or none), a known
-    configuration, cached input within input tokens, recorded costs that
-    follow the configuration's pricing snapshot, no artifact selected twice;
-    repetition numbers unique per task/strategy/budget group; and auxiliary
-    costs charged to groups that have observations.
+    With ``benchmark_known``, ``task`` is the benchmark's task (``None``: the
+    run names a task the benchmark does not have). Checks, per observation:
+    a known task; a budget that fits its strategy (compiled: on the task's
+    ladder; full_permitted_context: none; naive_top_k: any); a known
+    configuration; cached input within input tokens; recorded costs that
+    follow the configuration's pricing snapshot (ECEB-0.1 §8 and the
+    task-context reference's credit formula); no artifact selected twice;
+    repetition numbers unique per strategy/budget group (§13). Per auxiliary
+    cost: charged to a group that has observations.
     """
     problems: list[Problem] = []
 
     def add(record: str, field: str, message: str) -> None:
         problems.append(Problem(file=file, record=record, field=field, message=message))
 
-    if run.benchmark.benchmark_id != benchmark.benchmark_id:
-        add("benchmark", "benchmark_id", f"is {run.benchmark.benchmark_id!r}, not {benchmark.benchmark_id!r}")
-    expected_root = task_root(benchmark.tasks)
-    if run.benchmark.task_root != expected_root:
-        add("benchmark", "task_root", f"is {run.benchmark.task_root} but the benchmark's task root is {expected_root}")
-    if run.corpus_root != corpus_root:
-        add("", "corpus_root", f"is {run.corpus_root} but the verified corpus root is {corpus_root}")
-    configurations, config_problems = _configuration_problems(run, file)
-    problems.extend(config_problems)
-
-    tasks = {task.task_id: task for task in benchmark.tasks}
-    first_of_repetition: dict[tuple[str, str, int | None, int], int] = {}
-    groups_with_observations: set[tuple[str, str, int | None]] = set()
-    for index, obs in enumerate(run.observations):
+    first_of_repetition: dict[tuple[str, int | None, int], int] = {}
+    digests: set[str] = set()
+    for _, obs in observations:
+        digests.add(obs.query_digest)
+        digests.add(obs.context_digest)
+        digests.update(s.observed_digest for s in obs.selected_artifacts)
+    malformed = {d for d in digests if not is_digest(d)}
+    for index, obs in observations:
         record = f"observations[{index}]"
-        task = tasks.get(obs.task_id)
-        if task is None:
-            add(record, "task_id", f"{obs.task_id!r} is not a task of the benchmark")
-        elif obs.strategy == "compiled" and obs.budget not in task.budget_ladder:
+        if malformed:
+            for field, value in _digest_fields(obs):
+                if value in malformed:
+                    add(record, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
+        if benchmark_known and task is None:
+            add(record, "task_id", f"{task_id!r} is not a task of the benchmark")
+        elif task is not None and obs.strategy == "compiled" and obs.budget not in task.budget_ladder:
             shown = "no budget" if obs.budget is None else f"budget {obs.budget}"
-            add(record, "budget", f"{shown} is not on task {obs.task_id!r}'s ladder {list(task.budget_ladder)}")
+            add(record, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
             add(record, "budget", "the full permitted-context baseline has no budget (must be null)")
         configuration = configurations.get(obs.configuration_id)
@@ -172,54 +193,69 @@ def run_problems(run: Run, benchmark: Benchmark, corpus_root: str, *, file: str)
             add(record, "cached_input_tokens", f"{cached} exceeds input_tokens {obs.input_tokens}")
         elif configuration is not None:
             pricing = configuration.pricing
-            (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
-                obs.input_tokens,
-                cached,
-                obs.output_tokens,
-                pricing.input_micro_usd_per_mtok,
-                pricing.cached_input_micro_usd_per_mtok,
-                pricing.output_micro_usd_per_mtok,
-            )
-            if not in_low <= obs.input_cost_micro_usd <= in_high:
-                add(
-                    record,
-                    "input_cost_micro_usd",
-                    f"{obs.input_cost_micro_usd} does not follow pricing {pricing.source!r} ({pricing.date}): "
-                    f"expected {in_low}" + (f"..{in_high}" if in_high != in_low else ""),
-                )
-            if not out_low <= obs.output_cost_micro_usd <= out_high:
-                add(
-                    record,
-                    "output_cost_micro_usd",
-                    f"{obs.output_cost_micro_usd} does not follow pricing {pricing.source!r} ({pricing.date}): "
-                    f"expected {out_low}" + (f"..{out_high}" if out_high != out_low else ""),
-                )
-        selected_ids = [s.artifact_id for s in obs.selected_artifacts]
-        if len(set(selected_ids)) != len(selected_ids):
-            for artifact_id in _duplicates(selected_ids):
-                add(record, "selected_artifacts", f"selects {artifact_id!r} more than once")
-        key = (obs.task_id, obs.strategy, obs.budget, obs.repetition)
-        seen = first_of_repetition.setdefault(key, index)
+            exact_input = (
+                obs.input_tokens - cached
+            ) * pricing.input_micro_usd_per_mtok + cached * pricing.cached_input_micro_usd_per_mtok
+            exact_output = obs.output_tokens * pricing.output_micro_usd_per_mtok
+            if (
+                abs(obs.input_cost_micro_usd * 1_000_000 - exact_input) >= 1_000_000
+                or abs(obs.output_cost_micro_usd * 1_000_000 - exact_output) >= 1_000_000
+            ):
+                problems.extend(_cost_problems(obs, cached, configuration, file, record))
+        if len(obs.selected_artifacts) > 1:
+            selected_ids = [s.artifact_id for s in obs.selected_artifacts]
+            if len(set(selected_ids)) != len(selected_ids):
+                for artifact_id in _duplicates(selected_ids):
+                    add(record, "selected_artifacts", f"selects {artifact_id!r} more than once")
+        seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
                 record,
                 "repetition",
-                f"repetition {obs.repetition} of {obs.task_id}/{obs.strategy}/{obs.budget} "
-                f"repeats observations[{seen}]",
+                f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
-        groups_with_observations.add((obs.task_id, obs.strategy, obs.budget))
-
-    for index, aux in enumerate(run.auxiliary_costs):
-        if (aux.task_id, aux.strategy, aux.budget) not in groups_with_observations:
+    groups = {(obs.strategy, obs.budget) for _, obs in observations}
+    for index, aux in auxiliary_costs:
+        if (aux.strategy, aux.budget) not in groups:
             add(
                 f"auxiliary_costs[{index}]",
                 "",
-                f"charges {aux.task_id}/{aux.strategy}/{aux.budget}, which has no observation: "
-                "the cost would disappear",
+                f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
             )
     return problems
 
 
-def query_matches(task: Task, digest: str) -> bool:
-    """True when ``digest`` is the BLAKE3 of the task's query text."""
-    return query_digest(task.query) == digest
+def _digest_fields(obs: Observation) -> list[tuple[str, str]]:
+    fields = [("query_digest", obs.query_digest), ("context_digest", obs.context_digest)]
+    fields.extend(
+        (f"selected_artifacts[{i}].observed_digest", s.observed_digest) for i, s in enumerate(obs.selected_artifacts)
+    )
+    return fields
+
+
+def _cost_problems(obs: Observation, cached: int, configuration: Configuration, file: str, record: str) -> list[Problem]:
+    pricing = configuration.pricing
+    (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
+        obs.input_tokens,
+        cached,
+        obs.output_tokens,
+        pricing.input_micro_usd_per_mtok,
+        pricing.cached_input_micro_usd_per_mtok,
+        pricing.output_micro_usd_per_mtok,
+    )
+    problems = []
+    for field, value, low, high in (
+        ("input_cost_micro_usd", obs.input_cost_micro_usd, in_low, in_high),
+        ("output_cost_micro_usd", obs.output_cost_micro_usd, out_low, out_high),
+    ):
+        if not low <= value <= high:
+            expected = f"{low}" if low == high else f"{low}..{high}"
+            problems.append(
+                Problem(
+                    file=file,
+                    record=record,
+                    field=field,
+                    message=f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}",
+                )
+            )
+    return problems

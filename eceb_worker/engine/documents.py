@@ -21,7 +21,7 @@ from eceb_worker.engine.schemas import schema_for
 from eceb_worker.engine.validation import decode_lenient, problems_of_value
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["decode_document", "split_location"]
+__all__ = ["decode_document", "item_problems", "split_location"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 _INDEXED: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\[\d+\])(?:\.(.*))?$")
@@ -41,6 +41,24 @@ def split_location(path: str) -> tuple[str, str]:
 def _item_validator(schema_file: str, definition: str) -> Draft202012Validator:
     document = schema_for(schema_file)
     return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": document["$defs"]})
+
+
+def item_problems(
+    raw: bytes, item_type: type[msgspec.Struct], schema_file: str, *, file: str, record: str
+) -> list[Problem]:
+    """Every problem of one array item (its schema is ``$defs/<item_type name>``
+    of ``schema/<schema_file>``), located at ``record``."""
+    value, error = decode_lenient(raw)
+    if error:
+        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+    validator = _item_validator(schema_file, item_type.__name__)
+    found = [Problem(file=file, record=record, field=path, message=m) for path, m in problems_of_value(value, validator)]
+    if not found:
+        try:
+            msgspec.convert(value, item_type)
+        except msgspec.ValidationError as exc:
+            found.append(Problem(file=file, record=record, message=str(exc)))
+    return found
 
 
 def decode_document(

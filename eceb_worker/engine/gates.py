@@ -7,7 +7,7 @@ collects every failure; it never stops at the first.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Final, Literal
 
 import msgspec
@@ -120,6 +120,35 @@ def _describe(artifact_id: str) -> str:
     return repr(artifact_id)
 
 
+def _selection_verdict(
+    selection: tuple[str, str],
+    artifacts: Mapping[str, Artifact],
+    allowed: Collection[str],
+    denied: Collection[str],
+    required: Mapping[str, str],
+) -> tuple[str | None, str | None]:
+    """The provenance failure and the policy violation (messages, or None) of
+    selecting ``artifact_id`` with ``observed`` digest (ECEB-0.1 §6, §14).
+
+    Required artifacts' digests are judged by the coverage check instead."""
+    artifact_id, observed = selection
+    artifact = artifacts.get(artifact_id)
+    reasons = []
+    provenance = None
+    if artifact is None:
+        reasons.append("unknown artifact")
+        provenance = f"selected artifact {_describe(artifact_id)} is not in the registry"
+    else:
+        if artifact.classification not in allowed:
+            reasons.append(f"classification {artifact.classification} not allowed")
+        if artifact_id not in required and observed != artifact.source_digest:
+            provenance = f"selected artifact {_describe(artifact_id)} has stale digest {observed}"
+    if artifact_id in denied:
+        reasons.append("denied for this task")
+    policy = f"selected {_describe(artifact_id)}: {'; '.join(reasons)}" if reasons else None
+    return provenance, policy
+
+
 def evaluate_group(
     task: Task,
     strategy: str,
@@ -149,8 +178,10 @@ def evaluate_group(
 
     allowed = set(task.allowed_classifications)
     denied = set(task.denied_artifacts)
-    required = sorted(task.required_artifacts)
+    current = {artifact_id: artifacts[artifact_id].source_digest for artifact_id in sorted(task.required_artifacts)}
     terms = [(term, normalize_text(term)) for term in sorted(task.required_answer_terms)]
+    # What one selection (artifact id, observed digest) violates: computed once per group.
+    verdicts: dict[tuple[str, str], tuple[str | None, str | None]] = {}
     coverages: list[int] = []
     violations = 0
     for obs in ordered:
@@ -166,34 +197,29 @@ def evaluate_group(
                 fail("answer_terms", f"answer lacks {', '.join(map(repr, missing_terms))}", rep)
 
         selected = {s.artifact_id: s.observed_digest for s in obs.selected_artifacts}
-        covered = 0
-        for artifact_id in required:
-            observed = selected.get(artifact_id)
-            current = artifacts[artifact_id].source_digest
-            if observed is None:
-                fail("provenance", f"required artifact {_describe(artifact_id)} not selected", rep)
-            elif observed != current:
-                fail("provenance", f"required artifact {_describe(artifact_id)} selected with stale digest {observed}", rep)
-            else:
-                covered += 1
-        coverages.append(ratio_bps(covered, len(required)))
-        required_set = set(required)
-        for artifact_id, observed in selected.items():
-            artifact = artifacts.get(artifact_id)
-            reasons = []
-            if artifact is None:
-                reasons.append("unknown artifact")
-                fail("provenance", f"selected artifact {_describe(artifact_id)} is not in the registry", rep)
-            else:
-                if artifact.classification not in allowed:
-                    reasons.append(f"classification {artifact.classification} not allowed")
-                if artifact_id not in required_set and observed != artifact.source_digest:
-                    fail("provenance", f"selected artifact {_describe(artifact_id)} has stale digest {observed}", rep)
-            if artifact_id in denied:
-                reasons.append("denied for this task")
-            if reasons:
+        covered = sum(1 for artifact_id, digest in current.items() if selected.get(artifact_id) == digest)
+        if covered != len(current):
+            for artifact_id, digest in current.items():
+                observed = selected.get(artifact_id)
+                if observed is None:
+                    fail("provenance", f"required artifact {_describe(artifact_id)} not selected", rep)
+                elif observed != digest:
+                    fail(
+                        "provenance",
+                        f"required artifact {_describe(artifact_id)} selected with stale digest {observed}",
+                        rep,
+                    )
+        coverages.append(ratio_bps(covered, len(current)))
+        for key in selected.items():
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = _selection_verdict(key, artifacts, allowed, denied, current)
+            provenance, policy = verdict
+            if provenance is not None:
+                fail("provenance", provenance, rep)
+            if policy is not None:
                 violations += 1
-                fail("policy", f"selected {_describe(artifact_id)}: {'; '.join(reasons)}", rep)
+                fail("policy", policy, rep)
 
     digests = [obs.context_digest for obs in ordered]
     repeatable = None if not ordered else len(set(digests)) == 1

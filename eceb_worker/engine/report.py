@@ -9,17 +9,28 @@ bytes whatever the order of their records, the shard size or the worker count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 import blake3
 import msgspec
 
 from eceb_worker.engine.evaluation import TaskResult
-from eceb_worker.engine.run import FactorialExperiment, Observation, Run
+from eceb_worker.engine.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
 from eceb_worker.engine.vocabulary import REPORT_SCHEMA, ClaimClass
 
-__all__ = ["RUN_DIGEST_DOMAIN", "Report", "ReportInputs", "Summary", "encode_report", "reduce_report", "run_digest"]
+__all__ = [
+    "RUN_DIGEST_DOMAIN",
+    "Report",
+    "ReportInputs",
+    "RunDigester",
+    "Summary",
+    "encode_report",
+    "reduce_report",
+    "run_digest",
+    "task_records_digest",
+]
 
 RUN_DIGEST_DOMAIN: Final = b"symgliph:eceb:run:v0.1\x00"
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
@@ -88,36 +99,74 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     tasks: tuple[TaskResult, ...]
 
 
-def run_digest(run: Run) -> str:
-    """Order-independent BLAKE3 digest of a run, 64 lowercase hex characters.
+def task_records_digest(observations: Sequence[Observation], auxiliary_costs: Sequence[AuxiliaryCost]) -> str:
+    """BLAKE3 of one task's records, whatever their order (hex).
 
-    ``BLAKE3("symgliph:eceb:run:v0.1\\0" || header || "\\n" || records...)``
-    where ``header`` is the canonical run without observations and auxiliary
-    costs (configurations sorted), and each observation and auxiliary cost
-    (selected artifacts sorted) is one canonical record followed by ``"\\n"``,
-    all records sorted by their bytes. Reordering records does not change it;
-    changing any value does.
+    Hashes each observation (selected artifacts sorted) as one canonical
+    record and a newline, ordered by strategy, budget (none first) and
+    repetition, then each auxiliary cost likewise, ordered by its bytes.
     """
-    header = msgspec.structs.replace(
-        run,
-        configurations=tuple(sorted(run.configurations, key=lambda c: c.configuration_id)),
-        observations=(),
-        auxiliary_costs=(),
-    )
-    records = [_ENCODER.encode(_with_sorted_selection(o)) for o in run.observations]
-    records.extend(_ENCODER.encode(a) for a in run.auxiliary_costs)
-    records.sort()
-    hasher = blake3.blake3(RUN_DIGEST_DOMAIN)
-    hasher.update(_ENCODER.encode(header))
-    hasher.update(b"\n")
-    for record in records:
-        hasher.update(record)
+    hasher = blake3.blake3()
+    ordered = sorted(observations, key=lambda o: (o.strategy, -1 if o.budget is None else o.budget, o.repetition))
+    if ordered:
+        hasher.update(_ENCODER.encode_lines([_with_sorted_selection(o) for o in ordered]))
+    if auxiliary_costs:
+        hasher.update(b"".join(sorted(_ENCODER.encode(a) + b"\n" for a in auxiliary_costs)))
+    return str(hasher.hexdigest())
+
+
+class RunDigester:
+    """Builds a run's order-independent digest from per-task record digests.
+
+    ``BLAKE3("symgliph:eceb:run:v0.1\\0" || header || "\\n" || lines)``: the
+    header is the canonical run header (configurations sorted by id); each
+    line is the canonical JSON array ``[task_id, records_digest]`` (see
+    :func:`task_records_digest`) and a newline, lines in ascending task id. Reordering records in the file does
+    not change the digest; changing any value does. Tasks may be digested in
+    any shard and order: :meth:`hexdigest` sorts them.
+    """
+
+    def __init__(self, header: RunHeader) -> None:
+        self._header = msgspec.structs.replace(
+            header, configurations=tuple(sorted(header.configurations, key=lambda c: c.configuration_id))
+        )
+        self._tasks: dict[str, str] = {}
+
+    def add_task(self, task_id: str, records_digest: str) -> None:
+        """Record one task's :func:`task_records_digest`. Raises ValueError for a task added twice."""
+        if task_id in self._tasks:
+            raise ValueError(f"task {task_id!r} digested twice")
+        self._tasks[task_id] = records_digest
+
+    def hexdigest(self) -> str:
+        """The run digest, 64 lowercase hex characters."""
+        hasher = blake3.blake3(RUN_DIGEST_DOMAIN)
+        hasher.update(_ENCODER.encode(self._header))
         hasher.update(b"\n")
-    return hasher.hexdigest()
+        for task_id in sorted(self._tasks):
+            hasher.update(_ENCODER.encode([task_id, self._tasks[task_id]]) + b"\n")
+        return str(hasher.hexdigest())
+
+
+def run_digest(run: Run) -> str:
+    """The :class:`RunDigester` digest of a whole, decoded run."""
+    observations: dict[str, list[Observation]] = defaultdict(list)
+    auxiliary: dict[str, list[AuxiliaryCost]] = defaultdict(list)
+    for o in run.observations:
+        observations[o.task_id].append(o)
+    for a in run.auxiliary_costs:
+        auxiliary[a.task_id].append(a)
+    header = RunHeader(**{f: getattr(run, f) for f in RunHeader.__struct_fields__})
+    digester = RunDigester(header)
+    for task_id in observations.keys() | auxiliary.keys():
+        digester.add_task(task_id, task_records_digest(observations[task_id], auxiliary[task_id]))
+    return digester.hexdigest()
 
 
 def _with_sorted_selection(observation: Observation) -> Observation:
     selected = observation.selected_artifacts
+    if len(selected) < 2:
+        return observation
     keys = [(s.artifact_id, s.observed_digest) for s in selected]
     if keys == sorted(keys):
         return observation

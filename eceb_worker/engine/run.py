@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from eceb_worker.engine.artifacts import Digest
+from eceb_worker.engine.artifacts import Digest, RecordDigest
 from eceb_worker.engine.vocabulary import ClaimClass, Strategy
 
 __all__ = [
@@ -26,6 +26,8 @@ __all__ = [
     "Observation",
     "PricingSnapshot",
     "Run",
+    "RunEnvelope",
+    "RunHeader",
     "SelectedArtifact",
     "Tokenizer",
 ]
@@ -124,7 +126,7 @@ class SelectedArtifact(msgspec.Struct, frozen=True, kw_only=True, gc=False, forb
     """An artifact placed in the context, with the digest of the bytes used."""
 
     artifact_id: NonEmpty
-    observed_digest: Digest
+    observed_digest: RecordDigest
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
@@ -155,7 +157,7 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_un
     budget: Annotated[int, msgspec.Meta(gt=0)] | None = None
     repetition: Annotated[int, msgspec.Meta(ge=1)]
     configuration_id: NonEmpty
-    query_digest: Digest
+    query_digest: RecordDigest
     input_tokens: Count
     cached_input_tokens: Count | None = None
     output_tokens: Count
@@ -166,7 +168,7 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_un
     quality_milli: Milli
     answer: str
     selected_artifacts: tuple[SelectedArtifact, ...]
-    context_digest: Digest
+    context_digest: RecordDigest
 
 
 class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
@@ -191,8 +193,8 @@ class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_
     cost_micro_usd: MicroUsd
 
 
-class Run(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A recorded run (schema ``symgliph.eceb/run-v0.1``).
+class RunHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Everything a run file holds besides its observations and auxiliary costs.
 
     Fields:
         schema: the schema identifier.
@@ -203,8 +205,6 @@ class Run(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True)
         corpus_root: the corpus root it was recorded against.
         configurations: model/judge/tokenizer/decoding/pricing combinations.
         factorial_experiment: factors allowed to differ between strategies.
-        observations: every observation, in any order.
-        auxiliary_costs: spend charged to groups beyond their observations.
     """
 
     schema: Literal["symgliph.eceb/run-v0.1"]
@@ -215,5 +215,28 @@ class Run(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True)
     corpus_root: Digest
     configurations: Annotated[tuple[Configuration, ...], msgspec.Meta(min_length=1)]
     factorial_experiment: FactorialExperiment | None = None
+
+
+class Run(RunHeader, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A recorded run (schema ``symgliph.eceb/run-v0.1``): the header fields
+    of :class:`RunHeader`, and
+
+    Fields:
+        observations: every observation, in any order.
+        auxiliary_costs: spend charged to groups beyond their observations.
+    """
+
     observations: tuple[Observation, ...]
     auxiliary_costs: tuple[AuxiliaryCost, ...] = ()
+
+
+class RunEnvelope(RunHeader, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A run whose observations and auxiliary costs are left undecoded
+    (``msgspec.Raw`` slices of the file), to be decoded task by task."""
+
+    observations: tuple[msgspec.Raw, ...]
+    auxiliary_costs: tuple[msgspec.Raw, ...] = ()
+
+    def header(self) -> RunHeader:
+        """The :class:`RunHeader` part."""
+        return RunHeader(**{f: getattr(self, f) for f in RunHeader.__struct_fields__})

@@ -1,0 +1,146 @@
+"""Reading a run task by task (ECEB-0.1 §8 at scale).
+
+A run of millions of observations is not materialized at once: the file is
+decoded into a :class:`~eceb_worker.engine.run.RunEnvelope` whose observations
+stay undecoded slices of the file, indexed by task id; each task's
+observations are decoded, checked and evaluated in turn, then dropped. Memory
+is the file's bytes plus one task's observations.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Final
+
+import msgspec
+
+from eceb_worker.engine.documents import decode_document, item_problems
+from eceb_worker.engine.evaluation import TaskEvidence
+from eceb_worker.engine.run import AuxiliaryCost, Observation, Run, RunEnvelope, RunHeader
+from eceb_worker.errors import Problem
+
+__all__ = ["IndexedRun", "decode_task_evidence", "index_run"]
+
+_ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
+_OBSERVATION: Final = msgspec.json.Decoder(Observation)
+_AUXILIARY: Final = msgspec.json.Decoder(AuxiliaryCost)
+
+
+class _TaskKey(msgspec.Struct):
+    """Just the task id of a record; other fields are skipped unread."""
+
+    task_id: str
+
+
+_TASK_KEY: Final = msgspec.json.Decoder(_TaskKey)
+
+Indexed = tuple[int, msgspec.Raw]
+"""A record's position in its array, and its undecoded JSON."""
+
+
+class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's header and its records, undecoded, grouped by task id.
+
+    Fields:
+        file: how problems name the run file.
+        header: the decoded, schema-valid header.
+        observations: task id -> ``(index, raw)`` of its observations.
+        auxiliary_costs: task id -> ``(index, raw)`` of its auxiliary costs.
+        unkeyed: problems of records without a usable ``task_id``.
+    """
+
+    file: str
+    header: RunHeader
+    observations: Mapping[str, list[Indexed]]
+    auxiliary_costs: Mapping[str, list[Indexed]]
+    unkeyed: tuple[Problem, ...]
+
+    @property
+    def task_ids(self) -> set[str]:
+        """Every task id a record names."""
+        return set(self.observations) | set(self.auxiliary_costs)
+
+    @property
+    def observation_count(self) -> int:
+        """How many observations the run holds."""
+        return sum(len(items) for items in self.observations.values())
+
+
+def _group(
+    items: tuple[msgspec.Raw, ...], field: str, item_type: type[msgspec.Struct], file: str, problems: list[Problem]
+) -> dict[str, list[Indexed]]:
+    grouped: dict[str, list[Indexed]] = defaultdict(list)
+    for index, raw in enumerate(items):
+        try:
+            key = _TASK_KEY.decode(raw).task_id
+        except msgspec.DecodeError:
+            problems.extend(item_problems(bytes(raw), item_type, "run-v0.1.json", file=file, record=f"{field}[{index}]"))
+            continue
+        grouped[key].append((index, raw))
+    return dict(grouped)
+
+
+def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
+    """Decode a run's header and index its records by task id.
+
+    ``data`` may be any buffer (a memory-mapped file: records keep referring
+    to it). Raises :class:`~eceb_worker.errors.InputError` with every
+    problem when the header, or the shape of the arrays, is invalid (then
+    every record is checked too, so all problems come together).
+    """
+    try:
+        envelope = _ENVELOPE.decode(data)
+    except msgspec.DecodeError:
+        decode_document(
+            bytes(data),
+            Run,
+            "run-v0.1.json",
+            file=file,
+            item_fields={"observations": Observation, "auxiliary_costs": AuxiliaryCost},
+        )
+        raise  # pragma: no cover - decode_document raises for what the envelope refused
+    problems: list[Problem] = []
+    observations = _group(envelope.observations, "observations", Observation, file, problems)
+    auxiliary = _group(envelope.auxiliary_costs, "auxiliary_costs", AuxiliaryCost, file, problems)
+    return IndexedRun(
+        file=file,
+        header=envelope.header(),
+        observations=observations,
+        auxiliary_costs=auxiliary,
+        unkeyed=tuple(problems),
+    )
+
+
+def decode_task_evidence(
+    indexed: IndexedRun, task_id: str
+) -> tuple[TaskEvidence, list[tuple[int, Observation]], list[tuple[int, AuxiliaryCost]], list[Problem]]:
+    """Decode one task's records.
+
+    Returns the evidence, the decoded records with their positions (for
+    locating problems), and every schema problem of the task's records.
+    """
+    problems: list[Problem] = []
+    observations: list[tuple[int, Observation]] = []
+    for index, raw in indexed.observations.get(task_id, ()):
+        try:
+            observations.append((index, _OBSERVATION.decode(raw)))
+        except msgspec.DecodeError:
+            problems.extend(
+                item_problems(bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]")
+            )
+    auxiliary: list[tuple[int, AuxiliaryCost]] = []
+    for index, raw in indexed.auxiliary_costs.get(task_id, ()):
+        try:
+            auxiliary.append((index, _AUXILIARY.decode(raw)))
+        except msgspec.DecodeError:
+            problems.extend(
+                item_problems(
+                    bytes(raw), AuxiliaryCost, "run-v0.1.json", file=indexed.file, record=f"auxiliary_costs[{index}]"
+                )
+            )
+    evidence = TaskEvidence(
+        observations=tuple(o for _, o in observations), auxiliary_costs=tuple(a for _, a in auxiliary)
+    )
+    return evidence, observations, auxiliary, problems
