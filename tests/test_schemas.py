@@ -54,3 +54,20 @@ def test_example_registries_validate(registry: Path) -> None:
 @pytest.mark.parametrize("rules", sorted(REPO.glob("examples/*/rules.toml")), ids=lambda p: p.parent.name)
 def test_example_rules_validate(rules: Path) -> None:
     validator("rules-v0.1.json").validate(tomllib.loads(rules.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize(
+    ("example", "schema_file"),
+    [
+        (path, f"{path.stem}-v0.1.json")
+        for path in sorted([*REPO.glob("examples/*/benchmark.json"), *REPO.glob("examples/*/run.json")])
+    ],
+    ids=lambda value: value if isinstance(value, str) else f"{value.parent.name}/{value.name}",
+)
+def test_example_benchmarks_and_runs_validate(example: Path, schema_file: str) -> None:
+    validator(schema_file).validate(json.loads(example.read_text(encoding="utf-8")))
+
+
+def test_every_published_document_schema_has_an_example() -> None:
+    names = {p.name for p in REPO.glob("examples/*/*.json")}
+    assert {"benchmark.json", "run.json"} <= names
