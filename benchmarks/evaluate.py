@@ -105,7 +105,9 @@ def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[
     records: list[Observation] = []
     answer = "Roll back with the rollback job, then page the on-call engineer. " * 3
     for index, task in enumerate(tasks):
-        selected = tuple(SelectedArtifact(artifact_id=a, observed_digest=by_id[a].source_digest) for a in task.required_artifacts)
+        selected = tuple(
+            SelectedArtifact(artifact_id=a, observed_digest=by_id[a].source_digest) for a in task.required_artifacts
+        )
         q = query_digest(task.query)
         groups: list[tuple[str, int | None, int, int]] = [("full_permitted_context", None, 4000, 900)]
         passing_from = LADDER[index % len(LADDER)]
@@ -150,7 +152,7 @@ def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[
 
 def write_inputs(observations: int, task_count: int) -> None:
     """Generate and write benchmark.json, registry.jsonl and run.json into DATA."""
-    run_path, benchmark, artifacts = generate(observations, task_count)
+    _, benchmark, artifacts = generate(observations, task_count)
     registry = build_registry(artifacts)
     (DATA / "registry.jsonl").write_bytes(b"".join(registry_lines(registry)))
     (DATA / "benchmark.json").write_bytes(msgspec.json.encode(benchmark))
@@ -170,8 +172,15 @@ def main() -> None:
     if not params.exists() or params.read_text() != f"[{args.observations}, {args.tasks}]":
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, __file__, "--generate-only", "--observations", str(args.observations),
-             "--tasks", str(args.tasks)],
+            [
+                sys.executable,
+                __file__,
+                "--generate-only",
+                "--observations",
+                str(args.observations),
+                "--tasks",
+                str(args.tasks),
+            ],
             check=True,
         )
         print(f"generated inputs in {DATA} in {time.perf_counter() - started:.1f} s")

@@ -12,11 +12,11 @@ from eceb_cli import exit_codes
 from eceb_cli.console import handle_errors, progress
 from eceb_cli.corpus import print_findings, source_options
 from eceb_worker.corpus import load_registry
+from eceb_worker.engine.checks import run_header_problems
 from eceb_worker.engine.documents import decode_document
 from eceb_worker.engine.evaluation import TaskResult
 from eceb_worker.engine.report import Report, encode_report
 from eceb_worker.errors import InputError, Problem, VerificationError
-from eceb_worker.engine.checks import run_header_problems
 from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
 from eceb_worker.executors import InProcessExecutor

@@ -49,8 +49,14 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 def evaluate_seed(tmp_path: Path, *extra: str, seed: Path = SEED) -> tuple[int, dict[str, Any], str]:
     report = tmp_path / "report.json"
     code, out, err = run_cli(
-        "evaluate", str(seed / "benchmark.json"), str(seed / "run.json"), "--corpus", str(SEED / "corpus"),
-        "-o", str(report), *extra,
+        "evaluate",
+        str(seed / "benchmark.json"),
+        str(seed / "run.json"),
+        "--corpus",
+        str(SEED / "corpus"),
+        "-o",
+        str(report),
+        *extra,
     )
     return code, json.loads(report.read_text()) if report.exists() else {}, out + err
 
@@ -155,7 +161,7 @@ def test_corpus_verification_failure(tmp_path: Path) -> None:
     shutil.copytree(SEED / "corpus", corpus)
     (corpus / "runbook" / "disk-full.md").write_text("tampered\n")
     report = tmp_path / "report.json"
-    code, out, err = run_cli(
+    code, _, err = run_cli(
         "evaluate", str(SEED / "benchmark.json"), str(SEED / "run.json"), "--corpus", str(corpus), "-o", str(report)
     )
     assert code == exit_codes.VERIFICATION_FAILED
@@ -167,8 +173,13 @@ def test_existing_report_survives_a_failed_run(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     report.write_text("previous")
     code, _, _ = run_cli(
-        "evaluate", str(SEED / "benchmark.json"), str(SEED / "run.json"), "--corpus", str(tmp_path / "absent"),
-        "-o", str(report),
+        "evaluate",
+        str(SEED / "benchmark.json"),
+        str(SEED / "run.json"),
+        "--corpus",
+        str(tmp_path / "absent"),
+        "-o",
+        str(report),
     )
     assert code == exit_codes.STORAGE
     assert report.read_text() == "previous"
@@ -198,7 +209,9 @@ def shuffled_copy(target: Path, rnd: random.Random) -> Path:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.randoms(use_true_random=False))
-def test_report_bytes_do_not_depend_on_record_order(tmp_path_factory: pytest.TempPathFactory, rnd: random.Random) -> None:
+def test_report_bytes_do_not_depend_on_record_order(
+    tmp_path_factory: pytest.TempPathFactory, rnd: random.Random
+) -> None:
     base = tmp_path_factory.mktemp("reference")
     evaluate_seed(base)
     reference = (base / "report.json").read_bytes()

@@ -131,8 +131,15 @@ def test_no_viable_budget_fails_the_task() -> None:
 def test_threshold_from_the_regression_bound() -> None:
     # baseline mean floor((950 + 960) / 2) = 955; τ = max(700, 955 - 100) = 855
     base = baseline(quality=950)
-    base[1] = obs(strategy="full_permitted_context", budget=None, repetition=2, tokens=1000,
-                  selected=("req", "extra"), context="full", quality=960)
+    base[1] = obs(
+        strategy="full_permitted_context",
+        budget=None,
+        repetition=2,
+        tokens=1000,
+        selected=("req", "extra"),
+        context="full",
+        quality=960,
+    )
     result = evaluate(base + passing(100, quality=854) + passing(200, quality=855))
     assert result.baseline_quality_milli == 955
     assert result.quality_floor_milli == 855
@@ -241,7 +248,13 @@ def test_naive_top_k_is_reported_but_does_not_decide() -> None:
     result = evaluate(baseline() + passing(100) + naive)
     assert result.passed
     assert ("quality", "naive_top_k", None) in gates(result)
-    assert [g.strategy for g in result.groups] == ["full_permitted_context", "compiled", "compiled", "compiled", "naive_top_k"]
+    assert [g.strategy for g in result.groups] == [
+        "full_permitted_context",
+        "compiled",
+        "compiled",
+        "compiled",
+        "naive_top_k",
+    ]
 
 
 def test_prompt_tokens_are_the_provider_reported_input_tokens() -> None:

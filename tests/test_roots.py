@@ -11,7 +11,9 @@ from tests.evaluation_builders import task
 def test_task_root_ignores_task_and_set_order() -> None:
     a = task(task_id="a", required_artifacts=("req", "extra"), allowed_classifications=("public", "internal"))
     b = task(task_id="b")
-    swapped = msgspec.structs.replace(a, required_artifacts=("extra", "req"), allowed_classifications=("internal", "public"))
+    swapped = msgspec.structs.replace(
+        a, required_artifacts=("extra", "req"), allowed_classifications=("internal", "public")
+    )
     assert task_root([a, b]) == task_root([b, swapped])
     assert normalized_task(swapped) == normalized_task(a)
 

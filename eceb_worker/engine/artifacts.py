@@ -45,6 +45,7 @@ def is_digest(value: str) -> bool:
     """True for 64 lowercase hexadecimal characters."""
     return _DIGEST.fullmatch(value) is not None
 
+
 ArtifactId = Annotated[
     str,
     msgspec.Meta(

@@ -123,7 +123,11 @@ def run_header_problems(
             add("benchmark", "benchmark_id", f"is {header.benchmark.benchmark_id!r}, not {benchmark.benchmark_id!r}")
         expected_root = task_root(benchmark.tasks)
         if header.benchmark.task_root != expected_root:
-            add("benchmark", "task_root", f"is {header.benchmark.task_root} but the benchmark's task root is {expected_root}")
+            add(
+                "benchmark",
+                "task_root",
+                f"is {header.benchmark.task_root} but the benchmark's task root is {expected_root}",
+            )
     if corpus_root is not None and header.corpus_root != corpus_root:
         add("", "corpus_root", f"is {header.corpus_root} but the registry's corpus root is {corpus_root}")
     seen: set[str] = set()
@@ -233,7 +237,9 @@ def _digest_fields(obs: Observation) -> list[tuple[str, str]]:
     return fields
 
 
-def _cost_problems(obs: Observation, cached: int, configuration: Configuration, file: str, record: str) -> list[Problem]:
+def _cost_problems(
+    obs: Observation, cached: int, configuration: Configuration, file: str, record: str
+) -> list[Problem]:
     pricing = configuration.pricing
     (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
         obs.input_tokens,

@@ -52,7 +52,9 @@ def item_problems(
     if error:
         return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
     validator = _item_validator(schema_file, item_type.__name__)
-    found = [Problem(file=file, record=record, field=path, message=m) for path, m in problems_of_value(value, validator)]
+    found = [
+        Problem(file=file, record=record, field=path, message=m) for path, m in problems_of_value(value, validator)
+    ]
     if not found:
         try:
             msgspec.convert(value, item_type)

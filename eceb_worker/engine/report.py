@@ -9,6 +9,7 @@ bytes whatever the order of their records, the shard size or the worker count.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
@@ -189,7 +190,7 @@ def reduce_report(
     twice must never count twice).
     """
     tasks = sorted(results, key=lambda r: r.task_id)
-    for previous, current in zip(tasks, tasks[1:], strict=False):
+    for previous, current in itertools.pairwise(tasks):
         if previous.task_id == current.task_id:
             raise ValueError(f"task {current.task_id!r} was evaluated twice")
     passing = [t for t in tasks if t.passed]

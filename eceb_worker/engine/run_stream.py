@@ -76,7 +76,9 @@ def _group(
         try:
             key = _TASK_KEY.decode(raw).task_id
         except msgspec.DecodeError:
-            problems.extend(item_problems(bytes(raw), item_type, "run-v0.1.json", file=file, record=f"{field}[{index}]"))
+            problems.extend(
+                item_problems(bytes(raw), item_type, "run-v0.1.json", file=file, record=f"{field}[{index}]")
+            )
             continue
         grouped[key].append((index, raw))
     return dict(grouped)
@@ -128,7 +130,9 @@ def decode_task_evidence(
             observations.append((index, _OBSERVATION.decode(raw)))
         except msgspec.DecodeError:
             problems.extend(
-                item_problems(bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]")
+                item_problems(
+                    bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]"
+                )
             )
     auxiliary: list[tuple[int, AuxiliaryCost]] = []
     for index, raw in indexed.auxiliary_costs.get(task_id, ()):

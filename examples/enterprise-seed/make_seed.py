@@ -174,12 +174,18 @@ TASKS: list[dict[str, Any]] = [
 ]
 
 ANSWERS = {
-    "disk-full-escalation": "Run logrotate -f for the api config; if /var stays above 90 %, drain and page the platform on-call.",
-    "db-failover-steps": "Set maintenance_mode=true, promote payments-replica-b, repoint the DNS record, then unfreeze.",
+    "disk-full-escalation": (
+        "Run logrotate -f for the api config; if /var stays above 90 %, drain and page the platform on-call."
+    ),
+    "db-failover-steps": (
+        "Set maintenance_mode=true, promote payments-replica-b, repoint the DNS record, then unfreeze."
+    ),
     "refund-window": "Refunds can be created up to 180 days after capture; send an Idempotency-Key header.",
     "log-retention": "Application logs: 30 days hot, 365 days archive. Audit logs: 7 years.",
     "jpy-rounding": "JPY was missing from CURRENCY_EXPONENT; PR 1423 added it with exponent 0.",
-    "pii-export-approval": "Customer personal data is restricted; exports need the DPO's approval and expire after 7 days.",
+    "pii-export-approval": (
+        "Customer personal data is restricted; exports need the DPO's approval and expire after 7 days."
+    ),
     "vpc-subnet-zone": "Subnet private_b is 10.40.32.0/19 in eu-west-1b.",
     "breakglass-review": "Security reviews every break-glass use within 24 hours.",
     "incident-timeline": "Writes were back at 10:49 UTC after promoting replica b at 10:42.",
@@ -256,7 +262,9 @@ def group(task: dict[str, Any], strategy: str, budget: int | None, reps: int, **
 
 def baseline(task: dict[str, Any], tokens: int, quality: int, **kwargs: Any) -> list[dict[str, Any]]:
     kwargs.setdefault("selected", permitted(task))
-    return group(task, "full_permitted_context", None, task["required_repetitions"], tokens=tokens, quality=quality, **kwargs)
+    return group(
+        task, "full_permitted_context", None, task["required_repetitions"], tokens=tokens, quality=quality, **kwargs
+    )
 
 
 def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -270,12 +278,31 @@ def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     obs += baseline(task, 2400, 900, cached=1200)
     obs += group(task, "compiled", 256, 3, tokens=240, quality=880)
     aux += [
-        {"task_id": task["task_id"], "strategy": "compiled", "budget": 256, "kind": "embedding",
-         "description": "query embedding, 3 requests", "cost_micro_usd": 30},
-        {"task_id": task["task_id"], "strategy": "compiled", "budget": 256, "repetition": 2, "kind": "retry",
-         "description": "provider 529, retried once", "cost_micro_usd": 720},
-        {"task_id": task["task_id"], "strategy": "compiled", "budget": 256, "kind": "tool_call",
-         "description": "runbook search tool", "cost_micro_usd": 150},
+        {
+            "task_id": task["task_id"],
+            "strategy": "compiled",
+            "budget": 256,
+            "kind": "embedding",
+            "description": "query embedding, 3 requests",
+            "cost_micro_usd": 30,
+        },
+        {
+            "task_id": task["task_id"],
+            "strategy": "compiled",
+            "budget": 256,
+            "repetition": 2,
+            "kind": "retry",
+            "description": "provider 529, retried once",
+            "cost_micro_usd": 720,
+        },
+        {
+            "task_id": task["task_id"],
+            "strategy": "compiled",
+            "budget": 256,
+            "kind": "tool_call",
+            "description": "runbook search tool",
+            "cost_micro_usd": 150,
+        },
     ]
 
     # Passes at the middle budget: quality at 256 is below the floor.
@@ -311,12 +338,33 @@ def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     # denied (and disallowed) at 512, unknown artifact at 1024. No viable budget.
     task = t["pii-export-approval"]
     obs += baseline(task, 1200, 780)
-    obs += group(task, "compiled", 256, 2, tokens=240, quality=790,
-                 selected=["policy/data-classification.md", "policy/customer-pii-handling.md"])
-    obs += group(task, "compiled", 512, 2, tokens=400, quality=790,
-                 selected=["policy/data-classification.md", "infrastructure/break-glass-access.md"])
-    obs += group(task, "compiled", 1024, 2, tokens=500, quality=790,
-                 selected=["policy/data-classification.md", "policy/pii-exports-2019.md"])
+    obs += group(
+        task,
+        "compiled",
+        256,
+        2,
+        tokens=240,
+        quality=790,
+        selected=["policy/data-classification.md", "policy/customer-pii-handling.md"],
+    )
+    obs += group(
+        task,
+        "compiled",
+        512,
+        2,
+        tokens=400,
+        quality=790,
+        selected=["policy/data-classification.md", "infrastructure/break-glass-access.md"],
+    )
+    obs += group(
+        task,
+        "compiled",
+        1024,
+        2,
+        tokens=500,
+        quality=790,
+        selected=["policy/data-classification.md", "policy/pii-exports-2019.md"],
+    )
 
     # Provenance: required artifact absent at 256, selected stale at 512; at 1024 an
     # extra (non-required) artifact is stale. No viable budget.
@@ -324,9 +372,16 @@ def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     obs += baseline(task, 2000, 880)
     obs += group(task, "compiled", 256, 2, tokens=200, quality=860, selected=["issue/ENG-4411.md"])
     obs += group(task, "compiled", 512, 2, tokens=300, quality=860, digests={"infrastructure/vpc.tf": STALE})
-    obs += group(task, "compiled", 1024, 2, tokens=380, quality=860,
-                 selected=["infrastructure/vpc.tf", "pull_request/pr-1423.md"],
-                 digests={"pull_request/pr-1423.md": STALE})
+    obs += group(
+        task,
+        "compiled",
+        1024,
+        2,
+        tokens=380,
+        quality=860,
+        selected=["infrastructure/vpc.tf", "pull_request/pr-1423.md"],
+        digests={"pull_request/pr-1423.md": STALE},
+    )
 
     # Invalid baseline: the "full permitted context" includes a denied artifact.
     task = t["breakglass-review"]
@@ -341,8 +396,7 @@ def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     task = t["currency-exponents"]
     obs += baseline(task, 2600, 880)
     obs += [
-        observation(task, "compiled", 256, r, tokens=300, quality=640, answer="It rounds half-up.",
-                    context_salt=str(r))
+        observation(task, "compiled", 256, r, tokens=300, quality=640, answer="It rounds half-up.", context_salt=str(r))
         for r in (1, 2, 3)
     ]
     obs += group(task, "compiled", 512, 3, tokens=450, quality=860)
@@ -351,8 +405,15 @@ def build_observations() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     task = t["refund-idempotency-naive"]
     obs += baseline(task, 1800, 900)
     obs += group(task, "compiled", 256, 2, tokens=200, quality=880)
-    obs += group(task, "naive_top_k", None, 2, tokens=900, quality=870,
-                 selected=["api_spec/payments-openapi.yaml", "rfc/rfc-0007-log-retention.md"])
+    obs += group(
+        task,
+        "naive_top_k",
+        None,
+        2,
+        tokens=900,
+        quality=870,
+        selected=["api_spec/payments-openapi.yaml", "rfc/rfc-0007-log-retention.md"],
+    )
 
     # A baseline whose provider reported zero prompt tokens.
     task = t["zero-token-baseline"]
