@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
-from tqdm import tqdm
 
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, StorageError, VerificationError
@@ -61,15 +60,24 @@ def default_workers() -> int:
 def progress(description: str, total: int, unit: str = "file") -> Iterator[Callable[[int], object]]:
     """A tqdm progress bar on stderr when it is a terminal, silent otherwise.
 
-    Yields ``advance(n)``.
+    Yields ``advance(n)``. tqdm is imported only for a terminal (it costs
+    tens of milliseconds of start-up).
     """
+    if not sys.stderr.isatty():
+        yield _ignore
+        return
+    from tqdm import tqdm
+
     with tqdm(
         total=total,
         desc=description,
         unit=unit,
         unit_scale=True,
-        disable=not sys.stderr.isatty(),
         file=sys.stderr,
         leave=False,
     ) as bar:
         yield bar.update
+
+
+def _ignore(_: int) -> None:
+    """``advance`` of a progress display that shows nothing."""

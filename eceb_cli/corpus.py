@@ -11,9 +11,8 @@ import msgspec
 from eceb_cli import exit_codes
 from eceb_cli.console import default_workers, handle_errors, progress
 from eceb_worker.corpus import load_registry, register_corpus, verify_corpus
-from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES
+from eceb_worker.engine.plan import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.engine.registry import registry_lines
-from eceb_worker.engine.rules import parse_rules
 from eceb_worker.engine.verification import VerificationReport
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.files import atomic_write, read_input
@@ -25,6 +24,7 @@ _JSON = msgspec.json.Encoder(order="sorted")
 
 
 def source_options(function: click.decorators.FC) -> click.decorators.FC:
+    """Add the options every command reading a corpus takes: endpoint, workers, concurrency, shard size."""
     for decorator in reversed(
         [
             click.option(
@@ -51,7 +51,7 @@ def source_options(function: click.decorators.FC) -> click.decorators.FC:
                 type=click.IntRange(min=1),
                 default=DEFAULT_SHARD_BYTES,
                 show_default=True,
-                help="Work per shard, in bytes (each file also counts 64 KiB).",
+                help=f"Work per shard, in bytes (each file also counts {DEFAULT_FILE_COST_BYTES // 1024} KiB).",
             ),
         ]
     ):
@@ -90,6 +90,8 @@ def register(
     no rule classifies is an error: every such file is listed, nothing is
     written.
     """
+    from eceb_worker.engine.rules import parse_rules  # glob matching: only registering needs it
+
     rules = parse_rules(read_input(rules_path), str(rules_path))
     spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
     totals: dict[str, int] = {}

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eceb_worker.engine.artifacts import Artifact
 from eceb_worker.engine.paths import path_problems
 from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, plan_rehash
 from eceb_worker.engine.registry import Registry, build_registry, read_registry
-from eceb_worker.engine.rules import RulesFile, classify
 from eceb_worker.engine.verification import HashOutcome, ShardVerification, VerificationReport, reduce_verification
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.executors.inprocess import InProcessExecutor, ShardExecutor
 from eceb_worker.storage import StorageSpec, shared_storage
+
+if TYPE_CHECKING:
+    from eceb_worker.engine.rules import RulesFile
 
 __all__ = ["load_registry", "register_corpus", "verify_corpus"]
 
@@ -87,6 +90,8 @@ def register_corpus(
             problems.extend(Problem(file=location, record=shown, field="path", message=r) for r in reasons)
             continue
         candidates[entry.path] = entry.size_bytes
+    from eceb_worker.engine.rules import classify  # glob matching: only registering needs it
+
     try:
         classified = classify(rules, sorted(candidates), rules_name=rules_name)
     except InputError as exc:

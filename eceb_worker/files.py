@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,6 +47,8 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     flushed to disk, then renamed over ``path``. On any failure the temporary
     file is removed and ``path`` is untouched.
     """
+    import tempfile  # here, not at the top: commands that write nothing start faster
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:

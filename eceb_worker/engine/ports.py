@@ -4,14 +4,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from eceb_worker.engine.digests import HashedBytes
+from eceb_worker.errors import ArtifactReadError
 
-__all__ = ["CorpusStorage", "ListedEntry"]
+__all__ = ["BatchCorpusStorage", "CorpusStorage", "ListedEntry"]
 
 
 class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,5 +61,21 @@ class CorpusStorage(Protocol):
         """Every file or object of the corpus, in no particular order.
 
         Raises ``StorageError`` when the corpus cannot be listed.
+        """
+        ...
+
+
+@runtime_checkable
+class BatchCorpusStorage(CorpusStorage, Protocol):
+    """A storage that hashes a batch of artifacts faster than one call per
+    artifact (the local directory adapter: one path resolution check per
+    directory instead of one per file).
+    """
+
+    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
+        """``hash_artifact`` of each path, in order, with each artifact's
+        ``ArtifactReadError`` returned in place of its result, not raised.
+
+        Raises ``StorageError`` when the storage as a whole fails.
         """
         ...

@@ -9,10 +9,17 @@ Format (JSON Lines, UTF-8, one JSON object a line)::
 Line 1 validates against ``schema/registry-header-v0.1.json``, every further
 line against ``schema/artifact-v0.1.json``. Written registries list artifacts
 in corpus-root order; a reader accepts any order. Blank lines are ignored.
+
+Reading a registry laid out as eceb writes it (header on line 1, then one
+object a line, each line starting with ``{`` and ending with ``}``) takes a
+fast path that decodes and checks all lines at once; anything else, and any
+registry with a problem, is read line by line so that problems name their
+lines. Both paths accept exactly the same registries.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Final
@@ -20,7 +27,7 @@ from typing import IO, Final
 import msgspec
 
 from eceb_worker.engine.artifacts import Artifact, RegistryHeader
-from eceb_worker.engine.corpus_root import canonical_record, corpus_root_of_sorted
+from eceb_worker.engine.corpus_root import canonical_records, corpus_root_of_sorted
 from eceb_worker.engine.paths import path_problems
 from eceb_worker.engine.validation import decode_lenient, record_problems
 from eceb_worker.engine.vocabulary import REGISTRY_SCHEMA
@@ -31,9 +38,10 @@ __all__ = ["Registry", "build_registry", "read_registry", "registry_lines"]
 _HEADER_DECODER: Final = msgspec.json.Decoder(RegistryHeader)
 _ARTIFACT_DECODER: Final = msgspec.json.Decoder(Artifact)
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
-# A path with no separator problem, no control character and no surrogate;
-# '.'/'..' segments and drive letters are checked separately.
-_PLAIN_PATH: Final = re.compile(r"[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+(?:/[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+)*")
+# A segment: no separator, control character or surrogate, and not '.' or '..'.
+_SEGMENT: Final = r"(?!\.\.?(?:/|\Z))[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+"
+# A portable path (see eceb_worker.engine.paths): segments joined by '/', no drive letter.
+_PORTABLE_PATH: Final = re.compile(rf"(?![A-Za-z]:){_SEGMENT}(?:/{_SEGMENT})*")
 
 
 class Registry(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,11 +63,7 @@ class Registry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _path_ok(path: str) -> bool:
-    if not _PLAIN_PATH.fullmatch(path):
-        return False
-    if len(path) >= 2 and path[1] == ":" and path[0].isascii() and path[0].isalpha():
-        return False
-    return not any(segment in (".", "..") for segment in path.split("/"))
+    return _PORTABLE_PATH.fullmatch(path) is not None
 
 
 def build_registry(artifacts: Iterable[Artifact]) -> Registry:
@@ -68,10 +72,12 @@ def build_registry(artifacts: Iterable[Artifact]) -> Registry:
     Does not validate: callers pass artifacts that are already valid (see
     :func:`read_registry` for untrusted input).
     """
-    keyed = sorted((canonical_record(a), a) for a in artifacts)
-    root = corpus_root_of_sorted(record for record, _ in keyed)
-    header = RegistryHeader(schema=REGISTRY_SCHEMA, artifact_count=len(keyed), corpus_root=root)
-    return Registry(header=header, artifacts=tuple(a for _, a in keyed))
+    items = list(artifacts)
+    records = canonical_records(items)
+    order = sorted(range(len(items)), key=records.__getitem__)
+    root = corpus_root_of_sorted(records[i] for i in order)
+    header = RegistryHeader(schema=REGISTRY_SCHEMA, artifact_count=len(items), corpus_root=root)
+    return Registry(header=header, artifacts=tuple(items[i] for i in order))
 
 
 def _numbered_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -90,8 +96,12 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     ``corpus_root`` against the lines. Raises :class:`InputError` holding
     every problem found; returns the :class:`Registry` otherwise.
     """
+    data = stream.read()
+    registry = _read_well_formed(data)
+    if registry is not None:
+        return registry
     problems: list[Problem] = []
-    lines = _numbered_lines(stream)
+    lines = _numbered_lines(io.BytesIO(data))
     header: RegistryHeader | None = None
     first = next(lines, None)
     if first is None:
@@ -176,6 +186,47 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     if problems:
         raise InputError(problems)
     return registry
+
+
+def _read_well_formed(data: bytes) -> Registry | None:
+    """The registry in ``data`` when it is laid out as eceb writes registries
+    and has no problem at all; ``None`` otherwise (then :func:`read_registry`
+    reads it line by line and reports every problem).
+
+    Layout: the header on line 1; every further line one JSON object that
+    starts with ``{`` and ends with ``}`` (no blank line, no space around).
+    Then ``decode_lines`` (which would also accept objects spread over lines
+    or sharing one) cannot cross a line boundary: a valid artifact is a flat
+    object, so a line ending in ``}`` ends an object, a line starting with
+    ``{`` starts one, and as many objects as lines means one per line. The
+    checks are those of the line-by-line path, done on all lines at once.
+    """
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    start = data.find(b"\n") + 1  # the artifact lines, read in place (no copy of a large file)
+    try:
+        header = _HEADER_DECODER.decode(memoryview(data)[:start])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    count = data.count(b"\n", start)
+    if count and not (
+        data.startswith(b"{", start) and data.endswith(b"}\n") and data.count(b"}\n{", start) == count - 1
+    ):
+        return None
+    body = memoryview(data)[start:]
+    try:
+        artifacts = _ARTIFACT_DECODER.decode_lines(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    paths = [a.path for a in artifacts]
+    valid = (
+        len(artifacts) == count
+        and all(map(_PORTABLE_PATH.fullmatch, paths))
+        and len(set(paths)) == count
+        and len({a.artifact_id for a in artifacts}) == count
+    )
+    registry = build_registry(artifacts) if valid else None
+    return registry if registry is not None and registry.header == header else None
 
 
 def _raw_path(raw: bytes) -> str | None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from eceb_worker.engine.schemas import schema_for
 from eceb_worker.errors import Problem
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = ["decode_lenient", "problems_of_value", "record_problems"]
 
@@ -25,6 +26,10 @@ _QUOTED = re.compile(r"'([^']*)'")
 
 @functools.cache
 def _validator(schema_file: str) -> Draft202012Validator:
+    # Imported on first use: only an invalid input needs it, and it costs
+    # tens of milliseconds of start-up.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema_for(schema_file))
 
 

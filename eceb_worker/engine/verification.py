@@ -4,25 +4,31 @@
 :func:`verify_artifacts` is the map step over one shard; :func:`reduce_verification`
 folds the shards' results into one :class:`VerificationReport`, the same
 bytes whatever the shard size or the order the shards finished in.
+:func:`check_digests` is the part of the map step that needs only paths and
+expected digests (what a worker process is sent); :func:`shard_verification`
+turns its result into the shard's findings where the registry is at hand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import msgspec
 
 from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.ports import CorpusStorage
+from eceb_worker.engine.digests import HashedBytes
+from eceb_worker.engine.ports import BatchCorpusStorage, CorpusStorage
 from eceb_worker.engine.vocabulary import VERIFICATION_SCHEMA
-from eceb_worker.errors import ArtifactMissing, ArtifactOutsideCorpus, ArtifactReadError, ArtifactUnreadable
+from eceb_worker.errors import ArtifactMissing, ArtifactOutsideCorpus, ArtifactReadError
 
 __all__ = [
+    "DigestCheck",
     "Finding",
     "HashOutcome",
+    "check_digests",
     "hash_paths",
+    "shard_verification",
     "FindingStatus",
     "ShardVerification",
     "VerificationReport",
@@ -120,16 +126,45 @@ class HashOutcome(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     detail: str = ""
 
 
-def _hash_one(storage: CorpusStorage, path: str) -> HashOutcome:
+class DigestCheck(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """What re-hashing a list of paths against their expected digests found.
+
+    Fields:
+        bytes_hashed: source bytes read and hashed.
+        failures: ``(position in the list, outcome)`` of every path whose
+            bytes could not be read (``outcome.status`` not ``ok``) or whose
+            digest differs (``ok`` with the digest found), in list order.
+    """
+
+    bytes_hashed: int
+    failures: tuple[tuple[int, HashOutcome], ...]
+
+
+def _failed(path: str, error: ArtifactReadError) -> HashOutcome:
+    if isinstance(error, ArtifactMissing):
+        return HashOutcome(path=path, status="missing", detail=error.detail)
+    if isinstance(error, ArtifactOutsideCorpus):
+        return HashOutcome(path=path, status="outside_corpus", detail=error.detail)
+    return HashOutcome(path=path, status="unreadable", detail=error.detail)
+
+
+def _hash_one(storage: CorpusStorage, path: str) -> HashedBytes | ArtifactReadError:
     try:
-        size, digest = storage.hash_artifact(path)
-    except ArtifactMissing as exc:
-        return HashOutcome(path=path, status="missing", detail=exc.detail)
-    except ArtifactOutsideCorpus as exc:
-        return HashOutcome(path=path, status="outside_corpus", detail=exc.detail)
-    except (ArtifactUnreadable, ArtifactReadError) as exc:
-        return HashOutcome(path=path, status="unreadable", detail=exc.detail)
-    return HashOutcome(path=path, status="ok", size_bytes=size, digest=digest)
+        return storage.hash_artifact(path)
+    except ArtifactReadError as exc:
+        return exc
+
+
+def _hash_all(storage: CorpusStorage, paths: Sequence[str], threads: int) -> list[HashedBytes | ArtifactReadError]:
+    """Each path's ``(size_bytes, digest)`` or its ``ArtifactReadError``, in order."""
+    if threads > 1 and len(paths) > 1:
+        from concurrent.futures import ThreadPoolExecutor  # object storage only: spares local start-up
+
+        with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="eceb-rehash") as pool:
+            return list(pool.map(lambda p: _hash_one(storage, p), paths))
+    if isinstance(storage, BatchCorpusStorage):
+        return storage.hash_artifacts(paths)
+    return [_hash_one(storage, p) for p in paths]
 
 
 def hash_paths(storage: CorpusStorage, paths: Sequence[str], *, threads: int = 1) -> list[HashOutcome]:
@@ -139,10 +174,35 @@ def hash_paths(storage: CorpusStorage, paths: Sequence[str], *, threads: int = 1
     overlaps I/O waits (object storage). Raises ``StorageError`` only when the
     storage as a whole fails.
     """
-    if threads > 1 and len(paths) > 1:
-        with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="eceb-rehash") as pool:
-            return list(pool.map(lambda p: _hash_one(storage, p), paths))
-    return [_hash_one(storage, p) for p in paths]
+    return [
+        _failed(path, result)
+        if isinstance(result, ArtifactReadError)
+        else HashOutcome(path=path, status="ok", size_bytes=result[0], digest=result[1])
+        for path, result in zip(paths, _hash_all(storage, paths, threads), strict=True)
+    ]
+
+
+def check_digests(
+    storage: CorpusStorage, paths: Sequence[str], digests: Sequence[str], *, threads: int = 1
+) -> DigestCheck:
+    """Re-hash each path and compare with its expected digest (same position).
+
+    Only failures are kept, so a worker sends back little more than a byte
+    count. Per-path failures are data, never exceptions; raises
+    ``StorageError`` only when the storage as a whole fails.
+    """
+    bytes_hashed = 0
+    failures: list[tuple[int, HashOutcome]] = []
+    results = _hash_all(storage, paths, threads)
+    for position, (result, expected) in enumerate(zip(results, digests, strict=True)):
+        if isinstance(result, ArtifactReadError):
+            failures.append((position, _failed(paths[position], result)))
+            continue
+        size, digest = result
+        bytes_hashed += size
+        if digest != expected:
+            failures.append((position, HashOutcome(path=paths[position], status="ok", size_bytes=size, digest=digest)))
+    return DigestCheck(bytes_hashed=bytes_hashed, failures=tuple(failures))
 
 
 def _finding(artifact: Artifact, outcome: HashOutcome) -> Finding | None:
@@ -171,13 +231,20 @@ def verify_artifacts(
     ``threads`` > 1 overlaps I/O waits (object storage). Raises
     ``StorageError`` only when the storage as a whole fails.
     """
-    outcomes = hash_paths(storage, [a.path for a in artifacts], threads=threads)
-    findings = (_finding(a, o) for a, o in zip(artifacts, outcomes, strict=True))
+    checked = check_digests(storage, [a.path for a in artifacts], [a.source_digest for a in artifacts], threads=threads)
+    return shard_verification(artifacts, checked, start=start)
+
+
+def shard_verification(artifacts: Sequence[Artifact], checked: DigestCheck, *, start: int = 0) -> ShardVerification:
+    """The shard result for ``artifacts`` (registry entries ``start..start+len``)
+    from the :class:`DigestCheck` of their paths and digests.
+    """
+    findings = (_finding(artifacts[position], outcome) for position, outcome in checked.failures)
     return ShardVerification(
         start=start,
         end=start + len(artifacts),
         checked=len(artifacts),
-        bytes_hashed=sum(o.size_bytes for o in outcomes),
+        bytes_hashed=checked.bytes_hashed,
         findings=tuple(f for f in findings if f is not None),
     )
 
