@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eceb_worker.engine.registry import build_registry, read_registry, registry_lines
 from eceb_worker.errors import InputError, Problem
@@ -129,3 +131,52 @@ def test_order_of_lines_does_not_matter() -> None:
     header, first, second, _ = data.split(b"\n")
     swapped = read_registry(io.BytesIO(b"\n".join([header, second, first]) + b"\n"), "r")
     assert swapped == build_registry(read_registry(io.BytesIO(data), "r").artifacts)
+
+
+def outcome(data: bytes) -> object:
+    try:
+        return read_registry(io.BytesIO(data), "r")
+    except InputError as exc:
+        return exc.problems
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.binary(max_size=6), min_size=1, max_size=6, unique=True),
+    st.data(),
+)
+def test_fast_and_line_by_line_reading_agree(contents: list[bytes], data: st.DataObject) -> None:
+    """A registry laid out as eceb writes it is read in one call; any other goes
+    line by line. Both must give the same registry, or the same problems."""
+    import eceb_worker.engine.registry as registry_module
+
+    lines = registry_bytes(*(artifact(f"id{i}", content=c) for i, c in enumerate(contents))).split(b"\n")
+    index = data.draw(st.integers(0, len(lines) - 1))
+    mutation = data.draw(
+        st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "byte", "blank", "spaces"])
+    )
+    line = lines[index]
+    if mutation == "drop":
+        del lines[index]
+    elif mutation == "duplicate":
+        lines.insert(index, line)
+    elif mutation == "swap" and index + 1 < len(lines):
+        lines[index], lines[index + 1] = lines[index + 1], line
+    elif mutation == "truncate":
+        lines[index] = line[: data.draw(st.integers(0, max(0, len(line) - 1)))]
+    elif mutation == "byte" and line:
+        at = data.draw(st.integers(0, len(line) - 1))
+        lines[index] = line[:at] + bytes([data.draw(st.integers(0, 255))]) + line[at + 1 :]
+    elif mutation == "blank":
+        lines.insert(index, b"")
+    elif mutation == "spaces":
+        lines[index] = b" " + line + b" "
+    mutated = b"\n".join(lines)
+    fast = outcome(mutated)
+    original = registry_module._read_well_formed
+    registry_module._read_well_formed = lambda _data: None  # force the line-by-line path
+    try:
+        slow = outcome(mutated)
+    finally:
+        registry_module._read_well_formed = original
+    assert fast == slow

@@ -166,8 +166,8 @@ def task_record_problems(
     """
     problems: list[Problem] = []
 
-    def add(record: str, field: str, message: str) -> None:
-        problems.append(Problem(file=file, record=record, field=field, message=message))
+    def add(index: int, field: str, message: str, *, array: str = "observations") -> None:
+        problems.append(Problem(file=file, record=f"{array}[{index}]", field=field, message=message))
 
     first_of_repetition: dict[tuple[str, int | None, int], int] = {}
     digests: set[str] = set()
@@ -176,25 +176,25 @@ def task_record_problems(
         digests.add(obs.context_digest)
         digests.update(s.observed_digest for s in obs.selected_artifacts)
     malformed = {d for d in digests if not is_digest(d)}
+    ladder = set(task.budget_ladder) if task is not None else set()
     for index, obs in observations:
-        record = f"observations[{index}]"
         if malformed:
             for field, value in _digest_fields(obs):
                 if value in malformed:
-                    add(record, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
+                    add(index, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
         if benchmark_known and task is None:
-            add(record, "task_id", f"{task_id!r} is not a task of the benchmark")
-        elif task is not None and obs.strategy == "compiled" and obs.budget not in task.budget_ladder:
+            add(index, "task_id", f"{task_id!r} is not a task of the benchmark")
+        elif task is not None and obs.strategy == "compiled" and obs.budget not in ladder:
             shown = "no budget" if obs.budget is None else f"budget {obs.budget}"
-            add(record, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
+            add(index, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
-            add(record, "budget", "the full permitted-context baseline has no budget (must be null)")
+            add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
         configuration = configurations.get(obs.configuration_id)
         if configuration is None:
-            add(record, "configuration_id", f"{obs.configuration_id!r} is not a configuration of the run")
+            add(index, "configuration_id", f"{obs.configuration_id!r} is not a configuration of the run")
         cached = obs.cached_input_tokens or 0
         if cached > obs.input_tokens:
-            add(record, "cached_input_tokens", f"{cached} exceeds input_tokens {obs.input_tokens}")
+            add(index, "cached_input_tokens", f"{cached} exceeds input_tokens {obs.input_tokens}")
         elif configuration is not None:
             pricing = configuration.pricing
             exact_input = (
@@ -205,16 +205,16 @@ def task_record_problems(
                 abs(obs.input_cost_micro_usd * 1_000_000 - exact_input) >= 1_000_000
                 or abs(obs.output_cost_micro_usd * 1_000_000 - exact_output) >= 1_000_000
             ):
-                problems.extend(_cost_problems(obs, cached, configuration, file, record))
+                problems.extend(_cost_problems(obs, cached, configuration, file, f"observations[{index}]"))
         if len(obs.selected_artifacts) > 1:
             selected_ids = [s.artifact_id for s in obs.selected_artifacts]
             if len(set(selected_ids)) != len(selected_ids):
                 for artifact_id in _duplicates(selected_ids):
-                    add(record, "selected_artifacts", f"selects {artifact_id!r} more than once")
+                    add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
         seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
-                record,
+                index,
                 "repetition",
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
@@ -222,9 +222,10 @@ def task_record_problems(
     for index, aux in auxiliary_costs:
         if (aux.strategy, aux.budget) not in groups:
             add(
-                f"auxiliary_costs[{index}]",
+                index,
                 "",
                 f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
+                array="auxiliary_costs",
             )
     return problems
 

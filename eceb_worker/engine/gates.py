@@ -179,6 +179,7 @@ def evaluate_group(
     allowed = set(task.allowed_classifications)
     denied = set(task.denied_artifacts)
     current = {artifact_id: artifacts[artifact_id].source_digest for artifact_id in sorted(task.required_artifacts)}
+    required_pairs = set(current.items())
     terms = [(term, normalize_text(term)) for term in sorted(task.required_answer_terms)]
     # What one selection (artifact id, observed digest) violates: computed once per group.
     verdicts: dict[tuple[str, str], tuple[str | None, str | None]] = {}
@@ -196,11 +197,12 @@ def evaluate_group(
             if missing_terms:
                 fail("answer_terms", f"answer lacks {', '.join(map(repr, missing_terms))}", rep)
 
-        selected = {s.artifact_id: s.observed_digest for s in obs.selected_artifacts}
-        covered = sum(1 for artifact_id, digest in current.items() if selected.get(artifact_id) == digest)
+        selected = {(s.artifact_id, s.observed_digest) for s in obs.selected_artifacts}
+        covered = len(required_pairs & selected)
         if covered != len(current):
+            observed_of = dict(selected)
             for artifact_id, digest in current.items():
-                observed = selected.get(artifact_id)
+                observed = observed_of.get(artifact_id)
                 if observed is None:
                     fail("provenance", f"required artifact {_describe(artifact_id)} not selected", rep)
                 elif observed != digest:
@@ -210,7 +212,7 @@ def evaluate_group(
                         rep,
                     )
         coverages.append(ratio_bps(covered, len(current)))
-        for key in selected.items():
+        for key in selected:
             verdict = verdicts.get(key)
             if verdict is None:
                 verdict = verdicts[key] = _selection_verdict(key, artifacts, allowed, denied, current)

@@ -25,6 +25,7 @@ __all__ = ["IndexedRun", "decode_task_evidence", "index_run"]
 
 _ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
 _OBSERVATION: Final = msgspec.json.Decoder(Observation)
+_OBSERVATIONS: Final = msgspec.json.Decoder(list[Observation])
 _AUXILIARY: Final = msgspec.json.Decoder(AuxiliaryCost)
 
 
@@ -125,15 +126,21 @@ def decode_task_evidence(
     """
     problems: list[Problem] = []
     observations: list[tuple[int, Observation]] = []
-    for index, raw in indexed.observations.get(task_id, ()):
-        try:
-            observations.append((index, _OBSERVATION.decode(raw)))
-        except msgspec.DecodeError:
-            problems.extend(
-                item_problems(
-                    bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]"
+    indexed_raw = indexed.observations.get(task_id, [])
+    try:
+        # One decoder call for the whole task; item by item only when it fails.
+        batch = _OBSERVATIONS.decode(b"[" + b",".join(bytes(raw) for _, raw in indexed_raw) + b"]")
+        observations = [(index, obs) for (index, _), obs in zip(indexed_raw, batch, strict=True)]
+    except msgspec.DecodeError:
+        for index, raw in indexed_raw:
+            try:
+                observations.append((index, _OBSERVATION.decode(raw)))
+            except msgspec.DecodeError:
+                problems.extend(
+                    item_problems(
+                        bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]"
+                    )
                 )
-            )
     auxiliary: list[tuple[int, AuxiliaryCost]] = []
     for index, raw in indexed.auxiliary_costs.get(task_id, ()):
         try:
