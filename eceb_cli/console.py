@@ -26,7 +26,7 @@ def report_input_error(error: InputError) -> None:
     for problem in error.problems:
         click.echo(f"error: {problem}", err=True)
     count = len(error.problems)
-    click.echo(f"{count} problem{'s' if count != 1 else ''}; nothing was written.", err=True)
+    click.echo(f"{count} problem{'s' if count != 1 else ''} found.", err=True)
 
 
 def handle_errors(command: F) -> F:

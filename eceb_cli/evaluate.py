@@ -12,10 +12,12 @@ from eceb_cli import exit_codes
 from eceb_cli.console import handle_errors, progress
 from eceb_cli.corpus import print_findings, source_options
 from eceb_worker.corpus import load_registry
+from eceb_worker.engine.benchmark import task_root
 from eceb_worker.engine.checks import run_header_problems
 from eceb_worker.engine.documents import decode_document
 from eceb_worker.engine.evaluation import TaskResult
 from eceb_worker.engine.report import Report, encode_report
+from eceb_worker.engine.verification import VerificationReport
 from eceb_worker.errors import InputError, Problem, VerificationError
 from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
@@ -79,7 +81,8 @@ def evaluate(
         f"{report.summary.passing_tasks}/{report.summary.total_tasks} tasks pass"
         + (f"; report written to {output}" if output else "")
     )
-    click.echo(f"evaluated in {time.monotonic() - started:.2f} s", err=True)
+    if not quiet:
+        click.echo(f"evaluated in {time.monotonic() - started:.2f} s", err=True)
     if report.summary.passing_tasks != report.summary.total_tasks:
         sys.exit(exit_codes.TASKS_FAILED)
 
@@ -120,15 +123,15 @@ def _print_summary(report: Report, source: str) -> None:
     summary = report.summary
     click.echo(
         f"mean savings over {summary.passing_tasks} passing task(s): tokens {_bps(summary.mean_token_savings_bps)}, "
-        f"cost {_bps(summary.mean_cost_savings_bps)} (over {summary.cost_savings_tasks})"
+        f"cost {_bps(summary.mean_cost_savings_bps)} (over the {summary.cost_savings_tasks} with a cost baseline)"
     )
 
 
-_KINDS = ("registry", "benchmark", "run", "report")
+_KINDS = ("registry", "benchmark", "run", "report", "verification", "rules")
 
 
 def _kind_of(path: Path) -> str | None:
-    """Which artifact a file is, from the ``schema`` identifier near its start."""
+    """Which artifact a file is, from the schema identifier near its start."""
     try:
         with path.open("rb") as stream:
             head = stream.read(65536)
@@ -147,18 +150,30 @@ def _kind_of(path: Path) -> str | None:
 )
 @handle_errors
 def validate(path: Path, benchmark_path: Path | None) -> None:
-    """Validate FILE: a registry (JSON Lines), benchmark, run or report.
+    """Validate FILE: a registry, rules file, benchmark, run, report or
+    verification report.
 
-    The kind comes from the file's ``schema`` identifier. A benchmark is
-    checked with its registry; a run, given ``--benchmark``, against that
-    benchmark too. Every problem is listed. Exit 0 when valid, 3 when not.
+    The kind comes from the file's schema identifier (symgliph.eceb/KIND-v0.1).
+    A benchmark is checked with its registry, and its task root and corpus
+    root are printed (a run must name them); a run, given --benchmark, is
+    checked against that benchmark too. Every problem is listed. Exit 0 when
+    valid, 3 when not.
     """
     kind = _kind_of(path)
+    if benchmark_path is not None and kind != "run":
+        raise click.UsageError("--benchmark applies to a run only")
     if kind == "registry":
-        load_registry(path)
-    elif kind == "benchmark":
-        check_benchmark(path)
-    elif kind == "run" and benchmark_path is not None:
+        registry = load_registry(path)
+        click.echo(f"{path}: valid registry: {len(registry.artifacts)} artifacts, corpus root {registry.corpus_root}")
+        return
+    if kind == "benchmark":
+        benchmark, registry = check_benchmark(path)
+        click.echo(
+            f"{path}: valid benchmark: {len(benchmark.tasks)} tasks, task root {task_root(benchmark.tasks)}, "
+            f"corpus root {registry.corpus_root}"
+        )
+        return
+    if kind == "run" and benchmark_path is not None:
         inputs = load_inputs(benchmark_path, path)
         check_run_records(inputs.run, inputs.benchmark)
     elif kind == "run":
@@ -169,7 +184,13 @@ def validate(path: Path, benchmark_path: Path | None) -> None:
         check_run_records(run)
     elif kind == "report":
         decode_document(read_input(path), Report, "report-v0.1.json", file=str(path))
+    elif kind == "verification":
+        decode_document(read_input(path), VerificationReport, "verification-v0.1.json", file=str(path))
+    elif kind == "rules":
+        from eceb_worker.engine.rules import parse_rules
+
+        parse_rules(read_input(path), str(path))
     else:
         known = ", ".join(f"symgliph.eceb/{k}-v0.1" for k in _KINDS)
-        raise InputError([Problem(file=str(path), field="schema", message=f"names none of {known}")])
+        raise InputError([Problem(file=str(path), field="schema", message=f"is none of {known}")])
     click.echo(f"{path}: valid {kind}")

@@ -152,9 +152,7 @@ def test_fast_and_line_by_line_reading_agree(contents: list[bytes], data: st.Dat
 
     lines = registry_bytes(*(artifact(f"id{i}", content=c) for i, c in enumerate(contents))).split(b"\n")
     index = data.draw(st.integers(0, len(lines) - 1))
-    mutation = data.draw(
-        st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "byte", "blank", "spaces"])
-    )
+    mutation = data.draw(st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "byte", "blank", "spaces"]))
     line = lines[index]
     if mutation == "drop":
         del lines[index]

@@ -56,6 +56,8 @@ class LocalStorage:
         self._given = str(root)
         try:
             self._root = Path(os.path.realpath(root))
+            if not self._root.exists():
+                raise StorageError(f"{self._given}: no such directory")
             if not self._root.is_dir():
                 raise StorageError(f"{self._given}: not a directory")
         except OSError as exc:
