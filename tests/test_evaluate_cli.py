@@ -239,3 +239,23 @@ def test_report_is_canonical_json_with_a_final_newline(tmp_path: Path) -> None:
     data = (tmp_path / "report.json").read_bytes()
     assert data.endswith(b"}\n")
     assert rfc8785.dumps(json.loads(data)) + b"\n" == data
+
+
+def test_validate_every_kind(tmp_path: Path) -> None:
+    code, out, _ = run_cli("validate", str(SEED / "benchmark.json"))
+    assert code == exit_codes.OK
+    assert "task root " in out
+    assert "corpus root 58747aa9" in out
+    for path in (SEED / "registry.jsonl", SEED / "rules.toml", SEED / "run.json"):
+        assert run_cli("validate", str(path))[0] == exit_codes.OK, path
+    verification = tmp_path / "verification.json"
+    code, out, _ = run_cli("corpus", "verify", str(SEED / "registry.jsonl"), "--source", str(SEED / "corpus"), "--json")
+    verification.write_text(out)
+    assert run_cli("validate", str(verification))[0] == exit_codes.OK
+    unknown = tmp_path / "notes.txt"
+    unknown.write_text("hello")
+    code, _, err = run_cli("validate", str(unknown))
+    assert code == exit_codes.BAD_INPUT
+    assert "notes.txt" in err
+    code, _, _ = run_cli("validate", str(SEED / "registry.jsonl"), "--benchmark", str(SEED / "benchmark.json"))
+    assert code == exit_codes.USAGE
