@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from eceb_cli import exit_codes
-from eceb_worker.errors import InputError, StorageError, VerificationError
+from eceb_worker.errors import InputError, OutputError, StorageError, VerificationError
 
 __all__ = ["default_workers", "handle_errors", "progress", "report_input_error"]
 
@@ -45,6 +45,19 @@ def handle_errors(command: F) -> F:
         except StorageError as exc:
             click.echo(f"error: storage: {exc}", err=True)
             sys.exit(exit_codes.STORAGE)
+        except OutputError as exc:
+            click.echo(f"error: output: {exc}", err=True)
+            sys.exit(exit_codes.OUTPUT)
+        except KeyboardInterrupt:
+            click.echo("interrupted; nothing was written", err=True)
+            sys.exit(exit_codes.INTERRUPTED)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
+            if os.environ.get("ECEB_DEBUG"):
+                raise
+            sys.exit(exit_codes.INTERNAL)
 
     return wrapper  # type: ignore[return-value]
 

@@ -15,7 +15,7 @@ from eceb_worker.engine.plan import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.engine.registry import registry_lines
 from eceb_worker.engine.verification import VerificationReport
 from eceb_worker.executors import InProcessExecutor
-from eceb_worker.files import atomic_write, read_input
+from eceb_worker.files import atomic_write, check_writable, read_input
 from eceb_worker.storage import StorageSpec
 
 __all__ = ["corpus", "print_findings", "source_options"]
@@ -92,6 +92,7 @@ def register(
     """
     from eceb_worker.engine.rules import parse_rules  # glob matching: only registering needs it
 
+    check_writable(output)
     rules = parse_rules(read_input(rules_path), str(rules_path))
     spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
     totals: dict[str, int] = {}

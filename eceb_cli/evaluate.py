@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
 
 import click
+import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.console import handle_errors, progress
@@ -22,7 +24,7 @@ from eceb_worker.errors import InputError, Problem, VerificationError
 from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
 from eceb_worker.executors import InProcessExecutor
-from eceb_worker.files import atomic_write, read_input
+from eceb_worker.files import atomic_write, check_writable, map_input, read_input
 from eceb_worker.storage import StorageSpec
 
 __all__ = ["evaluate", "validate"]
@@ -58,6 +60,8 @@ def evaluate(
     not verify, 5 when it cannot be read.
     """
     started = time.monotonic()
+    if output is not None:
+        check_writable(output)
     inputs = load_inputs(benchmark_path, run_path)
     spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
     try:
@@ -130,14 +134,27 @@ def _print_summary(report: Report, source: str) -> None:
 _KINDS = ("registry", "benchmark", "run", "report", "verification", "rules")
 
 
+class _SchemaField(msgspec.Struct):
+    """Only a document's ``schema`` field; everything else is skipped unread."""
+
+    schema: str = ""
+
+
 def _kind_of(path: Path) -> str | None:
-    """Which artifact a file is, from the schema identifier near its start."""
-    try:
-        with path.open("rb") as stream:
-            head = stream.read(65536)
-    except OSError as exc:
-        raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
-    return next((k for k in _KINDS if f'"symgliph.eceb/{k}-v0.1"'.encode() in head), None)
+    """Which artifact a file is, from its ``schema`` field: of the whole JSON
+    document, of the first line of a JSON Lines registry, or of a TOML file."""
+    data = map_input(path)
+    candidates: list[str] = []
+    for document in (data, bytes(data[: data.find(b"\n") if data.find(b"\n") >= 0 else len(data)])):
+        try:
+            candidates.append(msgspec.json.decode(document, type=_SchemaField).schema)
+            break
+        except (msgspec.DecodeError, RecursionError):
+            continue
+    else:
+        with contextlib.suppress(msgspec.DecodeError, RecursionError):
+            candidates.append(msgspec.toml.decode(bytes(data), type=_SchemaField).schema)
+    return next((k for k in _KINDS for c in candidates if c == f"symgliph.eceb/{k}-v0.1"), None)
 
 
 @click.command()

@@ -10,7 +10,9 @@ code    meaning
 4       corpus verification failed: missing, stale, unreadable or
         escaping artifacts
 5       storage unavailable: the corpus could not be read at all
+6       output cannot be written (checked before the work starts)
 70      internal error (a bug: please report it)
+130     interrupted (Ctrl-C); 143: terminated (SIGTERM)
 ======  ==========================================================
 """
 
@@ -18,7 +20,18 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BAD_INPUT", "INTERNAL", "OK", "STORAGE", "TASKS_FAILED", "USAGE", "VERIFICATION_FAILED"]
+__all__ = [
+    "BAD_INPUT",
+    "INTERNAL",
+    "INTERRUPTED",
+    "OK",
+    "OUTPUT",
+    "STORAGE",
+    "TASKS_FAILED",
+    "TERMINATED",
+    "USAGE",
+    "VERIFICATION_FAILED",
+]
 
 OK: Final = 0
 TASKS_FAILED: Final = 1
@@ -26,4 +39,7 @@ USAGE: Final = 2
 BAD_INPUT: Final = 3
 VERIFICATION_FAILED: Final = 4
 STORAGE: Final = 5
+OUTPUT: Final = 6
 INTERNAL: Final = 70
+INTERRUPTED: Final = 130
+TERMINATED: Final = 143

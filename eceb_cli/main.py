@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import signal
 
 import click
 
@@ -42,5 +43,12 @@ def main() -> None:
     """Evaluate context-efficiency runs against ECEB-0.1 benchmarks.
 
     Exit codes: 0 success, 1 failing tasks, 2 usage error, 3 bad input,
-    4 corpus verification failed, 5 storage unavailable.
+    4 corpus verification failed, 5 storage unavailable, 6 output cannot be
+    written, 70 internal error, 130 interrupted, 143 terminated.
     """
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like an exception, so temporary files are removed."""
+    raise SystemExit(128 + signum)

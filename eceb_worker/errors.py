@@ -5,6 +5,7 @@ Hierarchy::
     EcebError                    root; never raised itself
     ├── InputError               bad input; carries every Problem found in it
     ├── VerificationError        the corpus does not match its registry (ECEB-0.1 §5)
+    ├── OutputError              an output file cannot be written (nothing was)
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
         └── ArtifactReadError    one artifact could not be read
@@ -28,6 +29,7 @@ __all__ = [
     "ArtifactUnreadable",
     "EcebError",
     "InputError",
+    "OutputError",
     "Problem",
     "StorageError",
     "VerificationError",
@@ -88,6 +90,11 @@ class VerificationError(EcebError):
     def __init__(self, message: str, report: object) -> None:
         super().__init__(message)
         self.report = report
+
+
+class OutputError(EcebError):
+    """An output file cannot be written: its directory is missing or not
+    writable, or the write failed. No partial file is left under its name."""
 
 
 class StorageError(EcebError):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from eceb_worker.errors import InputError, Problem
+from eceb_worker.errors import InputError, OutputError, Problem
 
-__all__ = ["atomic_write", "map_input", "read_input"]
+__all__ = ["atomic_write", "check_writable", "map_input", "read_input"]
 
 
 def read_input(path: Path) -> bytes:
@@ -22,23 +21,34 @@ def read_input(path: Path) -> bytes:
         raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
 
 
-def map_input(path: Path) -> bytes | mmap.mmap:
-    """The bytes of a (large) input file, memory-mapped read-only rather than
-    copied; raises :class:`InputError` naming it when it cannot be read."""
-    try:
-        with path.open("rb") as stream:
-            if os.fstat(stream.fileno()).st_size == 0:
-                return b""
-            return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError([Problem(file=str(path), message=f"cannot read: {message}")]) from exc
+def map_input(path: Path) -> bytes:
+    """The bytes of a (large) input file, read once into memory.
+
+    Not memory-mapped: a file truncated while mapped would kill the process
+    with SIGBUS, and mapped pages count in the resident set all the same.
+    Raises :class:`InputError` naming the file when it cannot be read.
+    """
+    return read_input(path)
 
 
 def _umask() -> int:
     current = os.umask(0o022)
     os.umask(current)
     return current
+
+
+def check_writable(path: Path) -> None:
+    """Raise :class:`OutputError` unless a file can be created at ``path``
+    (checked before long work, so that it is not wasted)."""
+    if path.is_dir():
+        raise OutputError(f"{path}: is a directory")
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # missing directories are created when writing
+    if not existing.is_dir():
+        raise OutputError(f"{path}: {str(existing)!r} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: directory {str(existing)!r} is not writable")
 
 
 def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
@@ -49,8 +59,11 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     """
     import tempfile  # here, not at the top: commands that write nothing start faster
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as out:
@@ -59,6 +72,9 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
             out.flush()
             os.fsync(out.fileno())
         Path(tmp).replace(path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

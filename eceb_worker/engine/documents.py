@@ -44,7 +44,7 @@ def _item_validator(schema_file: str, definition: str) -> Draft202012Validator:
 
 
 def item_problems(
-    raw: bytes, item_type: type[msgspec.Struct], schema_file: str, *, file: str, record: str
+    raw: bytes, item_type: type[msgspec.Struct], schema_file: str, *, file: str, record: str, decode_error: str = ""
 ) -> list[Problem]:
     """Every problem of one array item (its schema is ``$defs/<item_type name>``
     of ``schema/<schema_file>``), located at ``record``."""
@@ -60,6 +60,8 @@ def item_problems(
             msgspec.convert(value, item_type)
         except msgspec.ValidationError as exc:
             found.append(Problem(file=file, record=record, message=str(exc)))
+    if not found:
+        found.append(Problem(file=file, record=record, message=decode_error or "rejected by the decoder"))
     return found
 
 
@@ -79,8 +81,8 @@ def decode_document(
     """
     try:
         return msgspec.json.decode(data, type=struct)
-    except msgspec.DecodeError as exc:
-        first_error = str(exc)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        first_error = str(exc) or "nested too deeply"
     value, error = decode_lenient(data)
     if error:
         raise InputError([Problem(file=file, message=f"invalid JSON: {error}")])
@@ -97,7 +99,7 @@ def decode_document(
             for index, item in enumerate(items):
                 try:
                     msgspec.convert(item, item_type)
-                except msgspec.ValidationError:
+                except (msgspec.ValidationError, RecursionError):
                     for path, message in problems_of_value(item, validator):
                         item_problems.append(
                             Problem(file=file, record=f"{field}[{index}]", field=path, message=message)

@@ -109,8 +109,12 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     number, raw = first
     try:
         header = _HEADER_DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        problems.extend(record_problems(raw, "registry-header-v0.1.json", file=name, record=f"line {number} (header)"))
+    except (msgspec.DecodeError, RecursionError) as exc:
+        problems.extend(
+            record_problems(
+                raw, "registry-header-v0.1.json", file=name, record=f"line {number} (header)", decode_error=str(exc)
+            )
+        )
 
     artifacts: list[Artifact] = []
     first_line_of_id: dict[str, int] = {}
@@ -120,8 +124,8 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
         artifact: Artifact | None
         try:
             artifact = _ARTIFACT_DECODER.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            found = record_problems(raw, "artifact-v0.1.json", file=name, record=where)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            found = record_problems(raw, "artifact-v0.1.json", file=name, record=where, decode_error=str(exc))
             problems.extend(found)
             artifact = None
             path = _raw_path(raw)

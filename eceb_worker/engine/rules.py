@@ -74,14 +74,16 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     """
     try:
         rules = msgspec.toml.decode(data, type=RulesFile)
-    except msgspec.ValidationError:
+    except msgspec.ValidationError as invalid:
         try:
             as_json = msgspec.json.encode(tomllib.loads(data.decode("utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError) as exc:
-            raise InputError([Problem(file=name, message=f"invalid TOML: {exc}")]) from exc
-        raise InputError(record_problems(as_json, "rules-v0.1.json", file=name, record="")) from None
-    except msgspec.DecodeError as exc:
-        raise InputError([Problem(file=name, message=f"invalid TOML: {exc}")]) from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError, RecursionError) as exc:
+            raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
+        raise InputError(
+            record_problems(as_json, "rules-v0.1.json", file=name, record="", decode_error=str(invalid))
+        ) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
     problems: list[Problem] = []
     for index, rule in enumerate(rules.rule):
         if rule.kind is None and rule.classification is None:

@@ -9,7 +9,6 @@ is the file's bytes plus one task's observations.
 
 from __future__ import annotations
 
-import mmap
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Final
@@ -76,7 +75,7 @@ def _group(
     for index, raw in enumerate(items):
         try:
             key = _TASK_KEY.decode(raw).task_id
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             problems.extend(
                 item_problems(bytes(raw), item_type, "run-v0.1.json", file=file, record=f"{field}[{index}]")
             )
@@ -85,17 +84,17 @@ def _group(
     return dict(grouped)
 
 
-def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
+def index_run(data: bytes | memoryview, *, file: str) -> IndexedRun:
     """Decode a run's header and index its records by task id.
 
-    ``data`` may be any buffer (a memory-mapped file: records keep referring
-    to it). Raises :class:`~eceb_worker.errors.InputError` with every
-    problem when the header, or the shape of the arrays, is invalid (then
-    every record is checked too, so all problems come together).
+    ``data`` is the file's bytes (records keep referring to them). Raises
+    :class:`~eceb_worker.errors.InputError` with every problem when the
+    header, or the shape of the arrays, is invalid (then every record is
+    checked too, so all problems come together).
     """
     try:
         envelope = _ENVELOPE.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         decode_document(
             bytes(data),
             Run,
@@ -131,24 +130,34 @@ def decode_task_evidence(
         # One decoder call for the whole task; item by item only when it fails.
         batch = _OBSERVATIONS.decode(b"[" + b",".join(bytes(raw) for _, raw in indexed_raw) + b"]")
         observations = [(index, obs) for (index, _), obs in zip(indexed_raw, batch, strict=True)]
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         for index, raw in indexed_raw:
             try:
                 observations.append((index, _OBSERVATION.decode(raw)))
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError) as exc:
                 problems.extend(
                     item_problems(
-                        bytes(raw), Observation, "run-v0.1.json", file=indexed.file, record=f"observations[{index}]"
+                        bytes(raw),
+                        Observation,
+                        "run-v0.1.json",
+                        file=indexed.file,
+                        record=f"observations[{index}]",
+                        decode_error=str(exc),
                     )
                 )
     auxiliary: list[tuple[int, AuxiliaryCost]] = []
     for index, raw in indexed.auxiliary_costs.get(task_id, ()):
         try:
             auxiliary.append((index, _AUXILIARY.decode(raw)))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError) as exc:
             problems.extend(
                 item_problems(
-                    bytes(raw), AuxiliaryCost, "run-v0.1.json", file=indexed.file, record=f"auxiliary_costs[{index}]"
+                    bytes(raw),
+                    AuxiliaryCost,
+                    "run-v0.1.json",
+                    file=indexed.file,
+                    record=f"auxiliary_costs[{index}]",
+                    decode_error=str(exc),
                 )
             )
     evidence = TaskEvidence(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from eceb_worker.engine.schemas import schema_for
@@ -55,8 +56,8 @@ def _reject_constant(name: str) -> None:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    counts = Counter(k for k, _ in pairs)
+    duplicates = sorted(k for k, n in counts.items() if n > 1)
     if duplicates:
         raise ValueError(f"duplicate keys {', '.join(map(repr, duplicates))}")
     return dict(pairs)
@@ -75,6 +76,8 @@ def decode_lenient(raw: bytes) -> tuple[Any, str]:
         return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys), ""
     except ValueError as exc:
         return None, str(exc)
+    except RecursionError:
+        return None, "nested too deeply"
 
 
 def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
@@ -99,20 +102,28 @@ def problems_of_value(value: Any, validator: Draft202012Validator) -> list[tuple
     return found
 
 
-def record_problems(raw: bytes, schema_file: str, *, file: str, record: str) -> list[Problem]:
+def record_problems(raw: bytes, schema_file: str, *, file: str, record: str, decode_error: str = "") -> list[Problem]:
     """Every problem of one JSON record against ``schema/<schema_file>``.
 
-    ``raw`` is the record's bytes. Invalid JSON is one problem; otherwise
-    each string that is not valid UTF-8 and each schema violation is one
-    problem naming its field. Returns ``[]`` when the record is valid.
+    ``raw`` is the record's bytes; ``decode_error`` what the strict decoder
+    said of it. Invalid JSON is one problem; otherwise each string that is
+    not valid UTF-8 and each schema violation is one problem naming its
+    field. When the lenient reading finds nothing wrong although the strict
+    decoder refused the record (a lone surrogate escape, ``1.0`` for an
+    integer), ``decode_error`` is the problem: a record is never dropped
+    silently. Returns ``[]`` only when the record is valid and no
+    ``decode_error`` is given.
     """
     value, error = decode_lenient(raw)
     if error:
         return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
-    return [
+    found = [
         Problem(file=file, record=record, field=field, message=message)
         for field, message in problems_of_value(value, _validator(schema_file))
     ]
+    if not found and decode_error:
+        found.append(Problem(file=file, record=record, message=decode_error))
+    return found
 
 
 def _message_of(error: Any) -> str:

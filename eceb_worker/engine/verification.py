@@ -160,8 +160,15 @@ def _hash_all(storage: CorpusStorage, paths: Sequence[str], threads: int) -> lis
     if threads > 1 and len(paths) > 1:
         from concurrent.futures import ThreadPoolExecutor  # object storage only: spares local start-up
 
-        with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="eceb-rehash") as pool:
+        pool = ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="eceb-rehash")
+        try:
             return list(pool.map(lambda p: _hash_one(storage, p), paths))
+        except BaseException:
+            # The storage failed as a whole: do not wait for every other read to fail too.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
     if isinstance(storage, BatchCorpusStorage):
         return storage.hash_artifacts(paths)
     return [_hash_one(storage, p) for p in paths]

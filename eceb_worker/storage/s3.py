@@ -58,6 +58,26 @@ class _BrokenStream(Exception):
     """The body of a GET broke off; carries the botocore error's type name."""
 
 
+CONNECT_TIMEOUT_S: Final = 10
+READ_TIMEOUT_S: Final = 30
+"""Seconds before a silent endpoint counts as unreachable (each attempt)."""
+
+
+def _check_endpoint(endpoint_url: str) -> None:
+    """Raise ValueError (never repeating the URL: it may hold credentials)
+    unless ``endpoint_url`` is ``http[s]://host[:port][/path]``."""
+    message = "invalid S3 endpoint URL (expected http[s]://host[:port])"
+    try:
+        parts = urlsplit(endpoint_url)
+        port = parts.port
+    except ValueError:
+        raise ValueError(message) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(message)
+    if port is not None and not 0 < port < 65536:
+        raise ValueError(message)
+
+
 def parse_s3_url(url: str) -> tuple[str, str]:
     """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
     leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
@@ -96,11 +116,15 @@ class S3Storage:
     ) -> None:
         self._bucket, self._prefix = parse_s3_url(url)
         self._concurrency = max(1, concurrency)
+        if endpoint_url is not None:
+            _check_endpoint(endpoint_url)
         if client is None:
             config = botocore.config.Config(
                 max_pool_connections=self._concurrency,
                 retries={"mode": "standard", "max_attempts": max_attempts},
                 s3={"addressing_style": "path"} if endpoint_url else None,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                read_timeout=READ_TIMEOUT_S,
             )
             try:
                 client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
@@ -163,9 +187,11 @@ class S3Storage:
             if code in _CREDENTIALS_REJECTED:
                 raise StorageError(f"{self.location}: the credentials were rejected ({code})") from None
             raise ArtifactUnreadable(path, f"{code or 'error'}: {error.get('Message', '')}".strip()) from None
-        except botocore.exceptions.ConnectionError as exc:
-            # Connection refused, connect timeout, proxy or TLS failure, after retries.
+        except (botocore.exceptions.ConnectionError, botocore.exceptions.ReadTimeoutError) as exc:
+            # Connection refused, connect or read timeout, proxy or TLS failure, after retries.
             raise StorageError(f"{self.location}: cannot reach the endpoint ({type(exc).__name__})") from None
+        except botocore.exceptions.EndpointResolutionError:
+            raise StorageError(f"{self.location}: invalid endpoint") from None
         except _NO_CREDENTIALS as exc:
             raise StorageError(f"{self.location}: no usable AWS credentials ({type(exc).__name__})") from None
         except (botocore.exceptions.BotoCoreError, OSError) as exc:
