@@ -149,3 +149,24 @@ def test_missing_source_directory_is_storage_error(tmp_path: Path, corpus: Path)
 def test_usage_error_exit_code() -> None:
     code, _, _ = run("corpus", "verify")
     assert code == exit_codes.USAGE
+
+
+def test_invalid_endpoint_is_storage_error_without_echoing_it(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    for endpoint in ("ftp://user:secret@host", "http://127.0.0.1:99999", "http://127.0.0.1:abc"):
+        code, out, err = run(
+            "corpus", "verify", str(registry), "--source", "s3://bucket/prefix", "--endpoint-url", endpoint
+        )
+        assert code == exit_codes.STORAGE, endpoint
+        assert "secret" not in out + err
+        assert "invalid S3 endpoint URL" in err
+
+
+def test_unwritable_output_fails_before_the_work(tmp_path: Path, corpus: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run(
+        "corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(blocker / "r.jsonl")
+    )
+    assert code == exit_codes.OUTPUT
+    assert "not a directory" in err

@@ -259,3 +259,17 @@ def test_validate_every_kind(tmp_path: Path) -> None:
     assert "notes.txt" in err
     code, _, _ = run_cli("validate", str(SEED / "registry.jsonl"), "--benchmark", str(SEED / "benchmark.json"))
     assert code == exit_codes.USAGE
+
+
+def test_deeply_nested_record_is_bad_input(tmp_path: Path) -> None:
+    bad = subset_seed(tmp_path, set(EXPECTED))
+    run = json.loads((bad / "run.json").read_text())
+    text = json.dumps(run)
+    marker = '"answer": '
+    nested = "[" * 3000 + "]" * 3000
+    text = text.replace(marker, marker + nested + ', "x": ', 1)
+    (bad / "run.json").write_text(text)
+    code, report, output = evaluate_seed(tmp_path, seed=bad)
+    assert code == exit_codes.BAD_INPUT, output
+    assert report == {}
+    assert "Traceback" not in output

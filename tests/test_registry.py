@@ -178,3 +178,17 @@ def test_fast_and_line_by_line_reading_agree(contents: list[bytes], data: st.Dat
     finally:
         registry_module._read_well_formed = original
     assert fast == slow
+
+
+def test_no_line_is_dropped_silently() -> None:
+    """Lines the lenient reader would accept but the decoder refuses still count as problems."""
+    float_size = line(artifact_id="f", path="f.md", size_bytes=b"1.0")
+    surrogate = line(artifact_id=b'"s\\ud800"', path="s.md")
+    nested = b'{"artifact_id":' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    found = {(p.record, p.message.split(":")[0]) for p in problems_of(HEADER + float_size + surrogate + nested)}
+    assert {record for record, _ in found} >= {"line 2", "line 3", "line 4"}
+
+
+def test_header_with_a_float_count_is_a_problem_not_a_crash() -> None:
+    data = b'{"schema":"symgliph.eceb/registry-v0.1","artifact_count":0.0,"corpus_root":"' + D.encode() + b'"}\n'
+    assert problems_of(data)[0].record == "line 1 (header)"

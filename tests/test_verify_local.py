@@ -119,3 +119,18 @@ def test_reduce_refuses_lost_or_duplicated_shards(tmp_path: Path) -> None:
         reduce_verification([first], **kwargs)
     with pytest.raises(ValueError, match="do not tile"):
         reduce_verification([first, first, second], **kwargs)
+
+
+def test_large_files_are_read_in_chunks_and_verified(tmp_path: Path) -> None:
+    from eceb_worker.storage.local import LARGE_FILE_BYTES, READ_CHUNK_BYTES
+
+    sizes = {"exact.bin": LARGE_FILE_BYTES, "big.bin": READ_CHUNK_BYTES * 2 + 7}
+    files = {name: bytes(range(251)) * (size // 251) + b"x" * (size % 251) for name, size in sizes.items()}
+    registry = make_corpus(tmp_path, files)
+    assert verify_corpus(registry, StorageSpec(source=str(tmp_path))).ok
+    with (tmp_path / "big.bin").open("r+b") as handle:
+        handle.truncate(READ_CHUNK_BYTES + 3)
+    report = verify_corpus(registry, StorageSpec(source=str(tmp_path)))
+    assert [(f.path, f.status, f.observed_size) for f in report.findings] == [
+        ("big.bin", "stale", READ_CHUNK_BYTES + 3)
+    ]
