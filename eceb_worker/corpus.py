@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.paths import path_problems
+from eceb_worker.engine.paths import path_problems, printable_path
 from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, plan_rehash
 from eceb_worker.engine.registry import Registry, build_registry, read_registry
 from eceb_worker.engine.verification import HashOutcome, ShardVerification, VerificationReport, reduce_verification
@@ -81,24 +81,21 @@ def register_corpus(
     problems: list[Problem] = []
     candidates: dict[str, int] = {}
     for entry in storage.list_entries():
+        shown = printable_path(entry.path)
         if entry.refusal:
-            problems.append(Problem(file=location, record=entry.path, message=entry.refusal))
+            problems.append(Problem(file=location, record=shown, message=entry.refusal))
             continue
         reasons = path_problems(entry.path)
         if reasons:
-            shown = entry.path.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
             problems.extend(Problem(file=location, record=shown, field="path", message=r) for r in reasons)
             continue
         candidates[entry.path] = entry.size_bytes
-    from eceb_worker.engine.rules import classify  # glob matching: only registering needs it
+    from eceb_worker.engine.rules import classify_all  # glob matching: only registering needs it
 
-    try:
-        classified = classify(rules, sorted(candidates), rules_name=rules_name)
-    except InputError as exc:
-        problems.extend(exc.problems)
-        classified = []
-    if problems:
-        raise InputError(problems)
+    # Files that can be classified are hashed even when others cannot, so
+    # that unreadable or escaping files are reported in the same run.
+    classified, unclassified = classify_all(rules, sorted(candidates), rules_name=rules_name)
+    problems.extend(unclassified)
 
     paths = [c.path for c in classified]
     sizes = [max(candidates[p], 0) for p in paths]
@@ -112,7 +109,11 @@ def register_corpus(
         if outcome.status != "ok":
             detail = f": {outcome.detail}" if outcome.detail else ""
             problems.append(
-                Problem(file=location, record=item.path, message=f"{outcome.status.replace('_', ' ')}{detail}")
+                Problem(
+                    file=location,
+                    record=printable_path(item.path),
+                    message=f"{outcome.status.replace('_', ' ')}{detail}",
+                )
             )
             continue
         artifacts.append(

@@ -21,6 +21,7 @@ from eceb_worker.engine.registry import Registry
 from eceb_worker.engine.report import Report, ReportInputs, RunDigester, reduce_report
 from eceb_worker.engine.run_evaluation import evaluate_tasks_of_run
 from eceb_worker.engine.run_stream import IndexedRun, index_run
+from eceb_worker.engine.validation import decode_lenient
 from eceb_worker.engine.verification import ShardVerification, VerificationReport
 from eceb_worker.errors import InputError, Problem, VerificationError
 from eceb_worker.executors.inprocess import ShardExecutor
@@ -72,6 +73,15 @@ def _benchmark_with_registry(path: Path, problems: list[Problem]) -> tuple[Bench
         benchmark = load_benchmark(path)
     except InputError as exc:
         problems.extend(exc.problems)
+        # The registry can still be checked when its path can be read leniently.
+        value, _ = decode_lenient(read_input(path))
+        reference = value.get("registry") if isinstance(value, dict) else None
+        named = reference.get("path") if isinstance(reference, dict) else None
+        if isinstance(named, str) and named:
+            try:
+                load_registry(path.parent / named)
+            except InputError as registry_exc:
+                problems.extend(registry_exc.problems)
         return None, None
     try:
         registry = load_registry(registry_path(benchmark, path))

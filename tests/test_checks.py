@@ -188,3 +188,14 @@ def test_invalid_json_names_the_file(tmp_path: Path) -> None:
     found = problems(lambda: load_and_check(bench_path, run_path))
     assert found[0].file == str(run_path)
     assert "invalid JSON" in found[0].message
+
+
+def test_registry_problems_come_with_benchmark_schema_problems(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    benchmark["tasks"][0]["minimum_quality_milli"] = 2000
+    write(bench_path, benchmark)
+    write(run_path, run)
+    registry = tmp_path / "registry.jsonl"
+    registry.write_text(registry.read_text().replace('"kind":"code"', '"kind":"slack"'))
+    files = {Path(p.file).name for p in problems(lambda: load_inputs(bench_path, run_path))}
+    assert {"benchmark.json", "registry.jsonl"} <= files

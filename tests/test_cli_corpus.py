@@ -170,3 +170,19 @@ def test_unwritable_output_fails_before_the_work(tmp_path: Path, corpus: Path) -
     )
     assert code == exit_codes.OUTPUT
     assert "not a directory" in err
+
+
+def test_register_reports_every_problem_in_one_run(tmp_path: Path, corpus: Path) -> None:
+    (corpus / "notes").mkdir()
+    (corpus / "notes/unclassified.md").write_text("n")
+    (tmp_path / "outside.md").write_text("x")
+    (corpus / "runbook/escape.md").symlink_to(tmp_path / "outside.md")
+    (corpus / "runbook/bad\x01name.md").write_text("c")
+    code, _, err = run(
+        "corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(tmp_path / "r.jsonl")
+    )
+    assert code == exit_codes.BAD_INPUT
+    assert "notes/unclassified.md" in err
+    assert "runbook/escape.md" in err
+    assert "runbook/bad\\x01name.md" in err
+    assert "\x01" not in err

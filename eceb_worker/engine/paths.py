@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["path_problems"]
+__all__ = ["path_problems", "printable_path"]
 
 
 def path_problems(path: str) -> list[str]:
@@ -41,3 +41,12 @@ def path_problems(path: str) -> list[str]:
     if any(s == ".." for s in segments):
         reasons.append("has a '..' segment")
     return reasons
+
+
+def printable_path(path: str) -> str:
+    """``path`` safe to print in one line: control characters, lone surrogates
+    (bytes that were not UTF-8) and other unprintable characters are written
+    as Python escapes (``\\x01``, ``\\udcff``); other Unicode stays as it is."""
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)

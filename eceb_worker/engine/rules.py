@@ -30,11 +30,12 @@ from typing import Annotated, Final, Literal
 import msgspec
 from wcmatch import glob as wcglob
 
+from eceb_worker.engine.paths import printable_path
 from eceb_worker.engine.validation import record_problems
 from eceb_worker.engine.vocabulary import Classification, SourceKind
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["Classified", "Rule", "RulesFile", "classify", "parse_rules"]
+__all__ = ["Classified", "Rule", "RulesFile", "classify", "classify_all", "parse_rules"]
 
 _FLAGS: Final = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
 
@@ -100,12 +101,12 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     return rules
 
 
-def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:
+def classify_all(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> tuple[list[Classified], list[Problem]]:
     """Give every path its kind and classification (first matching rule wins).
 
-    Excluded paths are dropped. Returns the classified paths in input order.
-    Raises :class:`InputError` listing every path that no rule gives a kind,
-    or no rule gives a classification.
+    Excluded paths are dropped. Returns the classified paths in input order,
+    and a problem for every path that no rule gives a kind, or a
+    classification (its record is the path, made printable).
     """
     exclude = wcglob.compile(list(rules.exclude), flags=_FLAGS) if rules.exclude else None
     matchers = [(wcglob.compile(r.glob, flags=_FLAGS), r) for r in rules.rule]
@@ -118,21 +119,28 @@ def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list
         classification = next(
             (r.classification for m, r in matchers if r.classification is not None and m.match(path)), None
         )
+        shown = printable_path(path)
         if kind is None:
             problems.append(
-                Problem(file=rules_name, record=path, field="kind", message="no rule gives this file a kind")
+                Problem(file=rules_name, record=shown, field="kind", message="no rule gives this file a kind")
             )
         if classification is None:
             problems.append(
                 Problem(
                     file=rules_name,
-                    record=path,
+                    record=shown,
                     field="classification",
                     message="no rule gives this file a classification",
                 )
             )
         if kind is not None and classification is not None:
             classified.append(Classified(path=path, kind=kind, classification=classification))
+    return classified, problems
+
+
+def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:
+    """:func:`classify_all`, raising :class:`InputError` with every problem."""
+    classified, problems = classify_all(rules, paths, rules_name=rules_name)
     if problems:
         raise InputError(problems)
     return classified
