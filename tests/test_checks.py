@@ -199,3 +199,14 @@ def test_registry_problems_come_with_benchmark_schema_problems(tmp_path: Path) -
     registry.write_text(registry.read_text().replace('"kind":"code"', '"kind":"slack"'))
     files = {Path(p.file).name for p in problems(lambda: load_inputs(bench_path, run_path))}
     assert {"benchmark.json", "registry.jsonl"} <= files
+
+
+def test_integers_beyond_the_json_safe_range_are_bad_input(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    run["observations"][0]["latency_ms"] = 10**30
+    run["factorial_experiment"] = {"factors": ["model", "model"]}
+    write(run_path, run)
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
+    assert ("run.json", "observations[0]", "latency_ms") in found
+    assert ("run.json", "factorial_experiment", "factors") in found

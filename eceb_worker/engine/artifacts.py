@@ -11,7 +11,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from eceb_worker.engine.vocabulary import Classification, SourceKind
+from eceb_worker.engine.vocabulary import SAFE_INTEGER_MAX, Classification, SourceKind
 
 __all__ = ["DIGEST_PATTERN", "Artifact", "Digest", "RecordDigest", "RegistryHeader", "is_digest"]
 
@@ -87,7 +87,7 @@ class Artifact(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unkno
     kind: SourceKind
     classification: Classification
     source_digest: Digest
-    size_bytes: Annotated[int, msgspec.Meta(ge=0, description="Length of the source bytes.")]
+    size_bytes: Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX, description="Length of the source bytes.")]
 
     def root_record(self) -> dict[str, str]:
         """The five fields of ECEB-0.1 §5 that the corpus root commits to."""
@@ -111,5 +111,5 @@ class RegistryHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """
 
     schema: Literal["symgliph.eceb/registry-v0.1"]
-    artifact_count: Annotated[int, msgspec.Meta(ge=0)]
+    artifact_count: Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX)]
     corpus_root: Digest

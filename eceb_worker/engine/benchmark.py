@@ -14,7 +14,7 @@ import blake3
 import msgspec
 
 from eceb_worker.engine.artifacts import Digest
-from eceb_worker.engine.vocabulary import Classification
+from eceb_worker.engine.vocabulary import SAFE_INTEGER_MAX, Classification
 
 __all__ = [
     "TASK_ROOT_DOMAIN",
@@ -30,7 +30,7 @@ TASK_ROOT_DOMAIN: Final = b"symgliph:eceb:tasks:v0.1\x00"
 
 Milli = Annotated[int, msgspec.Meta(ge=0, le=1000, description="Thousandths (0..1000).")]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-Budget = Annotated[int, msgspec.Meta(gt=0, description="Token budget: prompt tokens, positive.")]
+Budget = Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX, description="Token budget: prompt tokens, positive.")]
 
 
 class Task(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -62,7 +62,7 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     minimum_quality_milli: Milli
     maximum_quality_regression_milli: Milli
     required_answer_terms: tuple[NonEmpty, ...] = ()
-    required_repetitions: Annotated[int, msgspec.Meta(gt=0)]
+    required_repetitions: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)]
 
 
 class RegistryReference(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -15,6 +15,7 @@ from eceb_worker.engine.artifacts import Artifact, is_digest
 from eceb_worker.engine.benchmark import Benchmark, Task, task_root
 from eceb_worker.engine.metrics import observation_cost_bounds
 from eceb_worker.engine.run import AuxiliaryCost, Configuration, Observation, RunHeader
+from eceb_worker.engine.vocabulary import SAFE_INTEGER_MAX
 from eceb_worker.errors import Problem
 
 __all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
@@ -130,6 +131,10 @@ def run_header_problems(
             )
     if corpus_root is not None and header.corpus_root != corpus_root:
         add("", "corpus_root", f"is {header.corpus_root} but the registry's corpus root is {corpus_root}")
+    factorial = header.factorial_experiment
+    if factorial is not None:
+        for factor in _duplicates(factorial.factors):
+            add("factorial_experiment", "factors", f"lists {factor!r} more than once")
     seen: set[str] = set()
     for index, configuration in enumerate(header.configurations):
         if configuration.configuration_id in seen:
@@ -219,6 +224,22 @@ def task_record_problems(
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
     groups = {(obs.strategy, obs.budget) for _, obs in observations}
+    totals: dict[tuple[str, int | None], int] = {}
+    for _, obs in observations:
+        key = (obs.strategy, obs.budget)
+        totals[key] = totals.get(key, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+    for _, aux in auxiliary_costs:
+        key = (aux.strategy, aux.budget)
+        totals[key] = totals.get(key, 0) + aux.cost_micro_usd
+    for (strategy, budget), total in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        if total > SAFE_INTEGER_MAX:
+            problems.append(
+                Problem(
+                    file=file,
+                    record=f"{task_id}/{strategy}/{budget}",
+                    message=f"costs total {total} micro-USD, beyond 2^53 - 1: not reportable exactly",
+                )
+            )
     for index, aux in auxiliary_costs:
         if (aux.strategy, aux.budget) not in groups:
             add(

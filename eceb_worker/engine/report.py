@@ -129,7 +129,9 @@ class RunDigester:
 
     def __init__(self, header: RunHeader) -> None:
         self._header = msgspec.structs.replace(
-            header, configurations=tuple(sorted(header.configurations, key=lambda c: c.configuration_id))
+            header,
+            configurations=tuple(sorted(header.configurations, key=lambda c: c.configuration_id)),
+            factorial_experiment=_sorted_factors(header.factorial_experiment),
         )
         self._tasks: dict[str, str] = {}
 
@@ -162,6 +164,13 @@ def run_digest(run: Run) -> str:
     for task_id in observations.keys() | auxiliary.keys():
         digester.add_task(task_id, task_records_digest(observations[task_id], auxiliary[task_id]))
     return digester.hexdigest()
+
+
+def _sorted_factors(factorial: FactorialExperiment | None) -> FactorialExperiment | None:
+    """The declaration with its factors in sorted order (their order carries no meaning)."""
+    if factorial is None:
+        return None
+    return msgspec.structs.replace(factorial, factors=tuple(sorted(factorial.factors)))
 
 
 def _with_sorted_selection(observation: Observation) -> Observation:
@@ -208,7 +217,7 @@ def reduce_report(
         eceb_version=eceb_version,
         claim_class=claim_class,
         non_empirical=non_empirical,
-        factorial_experiment=factorial_experiment,
+        factorial_experiment=_sorted_factors(factorial_experiment),
         inputs=inputs,
         summary=summary,
         tasks=tuple(tasks),

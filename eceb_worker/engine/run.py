@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from eceb_worker.engine.artifacts import Digest, RecordDigest
-from eceb_worker.engine.vocabulary import ClaimClass, Strategy
+from eceb_worker.engine.vocabulary import SAFE_INTEGER_MAX, ClaimClass, Strategy
 
 __all__ = [
     "AuxiliaryCost",
@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-Count = Annotated[int, msgspec.Meta(ge=0)]
-MicroUsd = Annotated[int, msgspec.Meta(ge=0, description="US dollars x 1,000,000.")]
+Count = Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX)]
+MicroUsd = Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX, description="US dollars x 1,000,000.")]
 Milli = Annotated[int, msgspec.Meta(ge=0, le=1000, description="Thousandths (0..1000).")]
 Date = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Calendar date, YYYY-MM-DD.")]
 Factor = Literal["model", "judge", "tokenizer", "decoding", "pricing", "task_text"]
@@ -77,8 +77,8 @@ class Decoding(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
     temperature_milli: Count
     top_p_milli: Milli = 1000
-    max_output_tokens: Annotated[int, msgspec.Meta(gt=0)]
-    seed: int | None = None
+    max_output_tokens: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)]
+    seed: Annotated[int, msgspec.Meta(ge=-SAFE_INTEGER_MAX, le=SAFE_INTEGER_MAX)] | None = None
 
 
 class PricingSnapshot(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -154,8 +154,8 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_un
 
     task_id: NonEmpty
     strategy: Strategy
-    budget: Annotated[int, msgspec.Meta(gt=0)] | None = None
-    repetition: Annotated[int, msgspec.Meta(ge=1)]
+    budget: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)] | None = None
+    repetition: Annotated[int, msgspec.Meta(ge=1, le=SAFE_INTEGER_MAX)]
     configuration_id: NonEmpty
     query_digest: RecordDigest
     input_tokens: Count
@@ -186,8 +186,8 @@ class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_
 
     task_id: NonEmpty
     strategy: Strategy
-    budget: Annotated[int, msgspec.Meta(gt=0)] | None = None
-    repetition: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    budget: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)] | None = None
+    repetition: Annotated[int, msgspec.Meta(ge=1, le=SAFE_INTEGER_MAX)] | None = None
     kind: Literal["embedding", "tool_call", "retry", "other"]
     description: str = ""
     cost_micro_usd: MicroUsd

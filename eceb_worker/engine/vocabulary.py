@@ -6,6 +6,7 @@ from typing import Final, Literal, get_args
 
 __all__ = [
     "BENCHMARK_SCHEMA",
+    "SAFE_INTEGER_MAX",
     "CLAIM_CLASSES",
     "CLASSIFICATIONS",
     "REPORT_SCHEMA",
@@ -48,6 +49,10 @@ SOURCE_KINDS: Final[tuple[str, ...]] = get_args(SourceKind)
 CLASSIFICATIONS: Final[tuple[str, ...]] = get_args(Classification)
 STRATEGIES: Final[tuple[str, ...]] = get_args(Strategy)
 CLAIM_CLASSES: Final[tuple[str, ...]] = get_args(ClaimClass)
+
+SAFE_INTEGER_MAX: Final = 2**53 - 1
+"""Largest integer any input or report field may hold: RFC 8785 (I-JSON)
+numbers are exact only up to 2^53 - 1."""
 
 BENCHMARK_SCHEMA: Final = "symgliph.eceb/benchmark-v0.1"
 RUN_SCHEMA: Final = "symgliph.eceb/run-v0.1"
