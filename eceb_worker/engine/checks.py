@@ -175,6 +175,7 @@ def task_record_problems(
         problems.append(Problem(file=file, record=f"{array}[{index}]", field=field, message=message))
 
     first_of_repetition: dict[tuple[str, int | None, int], int] = {}
+    totals: dict[tuple[str, int | None], int] = {}  # cost of each strategy/budget group
     digests: set[str] = set()
     for _, obs in observations:
         digests.add(obs.query_digest)
@@ -216,6 +217,8 @@ def task_record_problems(
             if len(set(selected_ids)) != len(selected_ids):
                 for artifact_id in _duplicates(selected_ids):
                     add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
+        group = (obs.strategy, obs.budget)
+        totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
         seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
@@ -223,11 +226,7 @@ def task_record_problems(
                 "repetition",
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
-    groups = {(obs.strategy, obs.budget) for _, obs in observations}
-    totals: dict[tuple[str, int | None], int] = {}
-    for _, obs in observations:
-        key = (obs.strategy, obs.budget)
-        totals[key] = totals.get(key, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+    groups = set(totals)
     for _, aux in auxiliary_costs:
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd

@@ -9,6 +9,7 @@ is the file's bytes plus one task's observations.
 
 from __future__ import annotations
 
+import mmap
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Final
@@ -84,10 +85,11 @@ def _group(
     return dict(grouped)
 
 
-def index_run(data: bytes | memoryview, *, file: str) -> IndexedRun:
+def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
     """Decode a run's header and index its records by task id.
 
-    ``data`` is the file's bytes (records keep referring to them). Raises
+    ``data`` is the file's bytes, or a memory map of it (records keep
+    referring to them). Raises
     :class:`~eceb_worker.errors.InputError` with every problem when the
     header, or the shape of the arrays, is invalid (then every record is
     checked too, so all problems come together).
