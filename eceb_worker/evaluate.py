@@ -17,9 +17,10 @@ from eceb_worker.corpus import load_registry, verify_corpus
 from eceb_worker.engine.benchmark import Benchmark, task_root
 from eceb_worker.engine.checks import benchmark_problems, run_header_problems
 from eceb_worker.engine.documents import decode_document
+from eceb_worker.engine.plan import DEFAULT_SHARD_OBSERVATIONS, plan_evaluation
 from eceb_worker.engine.registry import Registry
-from eceb_worker.engine.report import Report, ReportInputs, RunDigester, reduce_report
-from eceb_worker.engine.run_evaluation import evaluate_tasks_of_run
+from eceb_worker.engine.report import Report, ReportInputs
+from eceb_worker.engine.run_evaluation import TaskOutcome, evaluate_tasks_of_run, problem_order, reduce_evaluation
 from eceb_worker.engine.run_stream import IndexedRun, index_run
 from eceb_worker.engine.validation import decode_lenient
 from eceb_worker.engine.verification import ShardVerification, VerificationReport
@@ -136,16 +137,10 @@ def load_inputs(benchmark_path: Path, run_path: Path) -> EvaluationInputs:
     return EvaluationInputs(benchmark=benchmark, registry=registry, run=run)
 
 
-def _record_order(problem: Problem) -> tuple[str, int, str, str]:
-    name, _, rest = problem.record.partition("[")
-    index = int(rest.split("]")[0]) if rest[:1].isdigit() else -1
-    return (name, index, problem.field, problem.message)
-
-
 def _run_record_problems(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
     tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else {}
     outcomes = evaluate_tasks_of_run(sorted(run.task_ids), run, tasks, None)
-    return sorted((p for o in outcomes for p in o.problems), key=_record_order)
+    return sorted((p for o in outcomes for p in o.problems), key=problem_order)
 
 
 def check_run_records(run: IndexedRun, benchmark: Benchmark | None = None) -> None:
@@ -184,39 +179,43 @@ def evaluate(
     return evaluate_verified(inputs, verification.verified_count), verification
 
 
-def evaluate_verified(inputs: EvaluationInputs, artifact_count: int) -> Report:
+def evaluate_verified(
+    inputs: EvaluationInputs, artifact_count: int, *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS
+) -> Report:
     """Check and evaluate every task of a run whose corpus has been verified,
     and reduce the results into the report (ECEB-0.1 §8-§15).
 
+    The tasks (benchmark and run, sorted by id) are cut into shards of about
+    ``shard_observations`` observations (:func:`plan_evaluation`), each
+    evaluated by :func:`evaluate_tasks_of_run` (the map step) and folded by
+    :func:`reduce_evaluation`; the report does not depend on the shard size.
     ``artifact_count`` is the number of artifacts verified. Raises
     :class:`InputError` with every problem of the run's records, in record order.
     """
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
-    outcomes = evaluate_tasks_of_run(
-        sorted(tasks.keys() | run.task_ids), run, tasks, {a.artifact_id: a for a in inputs.registry.artifacts}
-    )
-    problems = sorted((p for o in outcomes for p in o.problems), key=_record_order)
-    if problems:
-        raise InputError(problems)
-    digester = RunDigester(run.header)
-    recorded = run.task_ids
-    for outcome in outcomes:
-        if outcome.task_id in recorded:
-            digester.add_task(outcome.task_id, outcome.records_digest)
-    report_inputs = ReportInputs(
-        benchmark_id=benchmark.benchmark_id,
-        task_root=task_root(benchmark.tasks),
-        corpus_root=inputs.registry.corpus_root,
-        artifact_count=artifact_count,
-        run_id=run.header.run_id,
-        run_digest=digester.hexdigest(),
-    )
-    return reduce_report(
-        (o.result for o in outcomes if o.result is not None),
+    artifacts = {a.artifact_id: a for a in inputs.registry.artifacts}
+    task_ids = sorted(tasks.keys() | run.task_ids)
+    counts = [len(run.observations.get(task_id, ())) for task_id in task_ids]
+    outcomes: list[TaskOutcome] = []
+    for shard in plan_evaluation(counts, shard_observations=shard_observations):
+        outcomes.extend(evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks, artifacts))
+    root = task_root(benchmark.tasks)
+
+    def report_inputs(run_digest: str) -> ReportInputs:
+        return ReportInputs(
+            benchmark_id=benchmark.benchmark_id,
+            task_root=root,
+            corpus_root=inputs.registry.corpus_root,
+            artifact_count=artifact_count,
+            run_id=run.header.run_id,
+            run_digest=run_digest,
+        )
+
+    return reduce_evaluation(
+        outcomes,
+        header=run.header,
+        recorded_task_ids=run.task_ids,
         inputs=report_inputs,
-        claim_class=run.header.claim_class,
-        non_empirical=run.header.non_empirical,
-        factorial_experiment=run.header.factorial_experiment,
         eceb_version=__version__,
     )

@@ -7,7 +7,7 @@ records. Results of any subsets, in any order, fold into one report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 
 import msgspec
 
@@ -15,11 +15,12 @@ from eceb_worker.engine.artifacts import Artifact
 from eceb_worker.engine.benchmark import Task
 from eceb_worker.engine.checks import task_record_problems
 from eceb_worker.engine.evaluation import TaskResult, evaluate_task
-from eceb_worker.engine.report import task_records_digest
+from eceb_worker.engine.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
+from eceb_worker.engine.run import RunHeader
 from eceb_worker.engine.run_stream import IndexedRun, decode_task_evidence
-from eceb_worker.errors import Problem
+from eceb_worker.errors import InputError, Problem
 
-__all__ = ["TaskOutcome", "evaluate_tasks_of_run"]
+__all__ = ["TaskOutcome", "evaluate_tasks_of_run", "problem_order", "reduce_evaluation"]
 
 
 class TaskOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,3 +88,44 @@ def evaluate_tasks_of_run(
             )
         )
     return outcomes
+
+
+def problem_order(problem: Problem) -> tuple[str, int, str, str]:
+    """Sort key putting problems in record order (``observations[3]`` before ``observations[12]``)."""
+    name, _, rest = problem.record.partition("[")
+    index = int(rest.split("]")[0]) if rest[:1].isdigit() else -1
+    return (name, index, problem.field, problem.message)
+
+
+def reduce_evaluation(
+    outcomes: Iterable[TaskOutcome],
+    *,
+    header: RunHeader,
+    recorded_task_ids: Set[str],
+    inputs: Callable[[str], ReportInputs],
+    eceb_version: str,
+) -> Report:
+    """Fold the outcomes of every shard, in any order, into the report.
+
+    ``recorded_task_ids`` are the tasks the run has records for (only they
+    enter the run digest); ``inputs`` builds the report's inputs from the run
+    digest. Raises :class:`~eceb_worker.errors.InputError` with every
+    problem of every record, in record order, and ValueError when a task
+    comes twice (a shard delivered twice must never count twice).
+    """
+    collected = list(outcomes)
+    problems = sorted((p for o in collected for p in o.problems), key=problem_order)
+    if problems:
+        raise InputError(problems)
+    digester = RunDigester(header)
+    for outcome in collected:
+        if outcome.task_id in recorded_task_ids:
+            digester.add_task(outcome.task_id, outcome.records_digest)
+    return reduce_report(
+        (o.result for o in collected if o.result is not None),
+        inputs=inputs(digester.hexdigest()),
+        claim_class=header.claim_class,
+        non_empirical=header.non_empirical,
+        factorial_experiment=header.factorial_experiment,
+        eceb_version=eceb_version,
+    )
