@@ -9,10 +9,11 @@ is the file's bytes plus one task's observations.
 
 from __future__ import annotations
 
+import functools
 import mmap
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -24,9 +25,7 @@ from eceb_worker.errors import Problem
 __all__ = ["IndexedRun", "decode_task_evidence", "index_run"]
 
 _ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
-_OBSERVATION: Final = msgspec.json.Decoder(Observation)
-_OBSERVATIONS: Final = msgspec.json.Decoder(list[Observation])
-_AUXILIARY: Final = msgspec.json.Decoder(AuxiliaryCost)
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 class _TaskKey(msgspec.Struct):
@@ -117,6 +116,45 @@ def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
     )
 
 
+@functools.cache
+def _decoders(item_type: type[S]) -> tuple[msgspec.json.Decoder[list[S]], msgspec.json.Decoder[S]]:
+    """Decoders of a list of ``item_type`` and of one, built once."""
+    return msgspec.json.Decoder(list[item_type]), msgspec.json.Decoder(item_type)  # type: ignore[valid-type]
+
+
+def _decode_items(
+    items: list[Indexed],
+    item_type: type[S],
+    array: str,
+    file: str,
+    problems: list[Problem],
+) -> list[tuple[int, S]]:
+    """Decode records of one array: in one decoder call, or item by item
+    (collecting every item's problems) when that call fails."""
+    batch_decoder, decoder = _decoders(item_type)
+    try:
+        batch = batch_decoder.decode(b"[" + b",".join(bytes(raw) for _, raw in items) + b"]")
+        return [(index, item) for (index, _), item in zip(items, batch, strict=True)]
+    except (msgspec.DecodeError, RecursionError):
+        pass
+    decoded: list[tuple[int, S]] = []
+    for index, raw in items:
+        try:
+            decoded.append((index, decoder.decode(raw)))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            problems.extend(
+                item_problems(
+                    bytes(raw),
+                    item_type,
+                    "run-v0.1.json",
+                    file=file,
+                    record=f"{array}[{index}]",
+                    decode_error=str(exc),
+                )
+            )
+    return decoded
+
+
 def decode_task_evidence(
     indexed: IndexedRun, task_id: str
 ) -> tuple[TaskEvidence, list[tuple[int, Observation]], list[tuple[int, AuxiliaryCost]], list[Problem]]:
@@ -126,42 +164,12 @@ def decode_task_evidence(
     locating problems), and every schema problem of the task's records.
     """
     problems: list[Problem] = []
-    observations: list[tuple[int, Observation]] = []
-    indexed_raw = indexed.observations.get(task_id, [])
-    try:
-        # One decoder call for the whole task; item by item only when it fails.
-        batch = _OBSERVATIONS.decode(b"[" + b",".join(bytes(raw) for _, raw in indexed_raw) + b"]")
-        observations = [(index, obs) for (index, _), obs in zip(indexed_raw, batch, strict=True)]
-    except (msgspec.DecodeError, RecursionError):
-        for index, raw in indexed_raw:
-            try:
-                observations.append((index, _OBSERVATION.decode(raw)))
-            except (msgspec.DecodeError, RecursionError) as exc:
-                problems.extend(
-                    item_problems(
-                        bytes(raw),
-                        Observation,
-                        "run-v0.1.json",
-                        file=indexed.file,
-                        record=f"observations[{index}]",
-                        decode_error=str(exc),
-                    )
-                )
-    auxiliary: list[tuple[int, AuxiliaryCost]] = []
-    for index, raw in indexed.auxiliary_costs.get(task_id, ()):
-        try:
-            auxiliary.append((index, _AUXILIARY.decode(raw)))
-        except (msgspec.DecodeError, RecursionError) as exc:
-            problems.extend(
-                item_problems(
-                    bytes(raw),
-                    AuxiliaryCost,
-                    "run-v0.1.json",
-                    file=indexed.file,
-                    record=f"auxiliary_costs[{index}]",
-                    decode_error=str(exc),
-                )
-            )
+    observations = _decode_items(
+        indexed.observations.get(task_id, []), Observation, "observations", indexed.file, problems
+    )
+    auxiliary = _decode_items(
+        indexed.auxiliary_costs.get(task_id, []), AuxiliaryCost, "auxiliary_costs", indexed.file, problems
+    )
     evidence = TaskEvidence(
         observations=tuple(o for _, o in observations), auxiliary_costs=tuple(a for _, a in auxiliary)
     )
