@@ -1,3 +1,3 @@
-"""Shared fixtures. Service fixtures (loopback S3 server, ...) live in their own modules."""
+"""Shared fixtures. Service fixtures (loopback S3 server, Redis, ...) live in their own modules."""
 
-pytest_plugins = ["tests.s3_server"]
+pytest_plugins = ["tests.s3_server", "tests.redis_server"]

@@ -1,0 +1,194 @@
+"""The Celery application: configuration and the ``eceb.rehash_shard`` task.
+
+Start workers with::
+
+    ECEB_BROKER_URL=redis://127.0.0.1:6379/0 celery -A eceb_worker.brokers.celery_app worker
+
+A task is a thin wrapper over an engine function. Its message is JSON (pickle
+is refused, by workers and result consumers alike) and carries references
+only: where the corpus is (:class:`~eceb_worker.storage.StorageSpec`), the
+shard's paths and expected digests, and its position in the registry.
+
+Configuration, from :func:`make_app`'s arguments or else the environment:
+
+=============================  ==========================================================
+``ECEB_BROKER_URL``            broker URL (default ``redis://127.0.0.1:6379/0``)
+``ECEB_RESULT_BACKEND``        result backend URL (default: the broker URL)
+``ECEB_VISIBILITY_TIMEOUT``    seconds a delivered, unacknowledged task may run before
+                               the broker hands it to another worker (default 3600);
+                               keep it above the longest shard, or shards run twice
+``ECEB_MAX_TASKS_PER_CHILD``   tasks a worker process runs before it is replaced
+                               (default 1000)
+``ECEB_TASK_MAX_RETRIES``      retries of a shard whose storage failed as a whole
+                               (default 3, with exponential back-off up to 60 s)
+=============================  ==========================================================
+
+Delivery is at least once: a task is acknowledged only after it ran
+(``task_acks_late``) and is redelivered when its worker process dies
+(``task_reject_on_worker_lost``). Re-hashing a shard twice is harmless.
+
+Worker processes are forked (``--pool prefork``) from a parent that never
+hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
+and the parent here only imports the code. Each child opens its own storage
+adapter on its first task.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Final
+
+import msgspec
+from celery import Celery
+
+from eceb_worker.engine.verification import check_digests
+from eceb_worker.errors import StorageError
+from eceb_worker.storage import StorageSpec, shared_storage
+
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_TASKS_PER_CHILD",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "QUEUE",
+    "REHASH_TASK",
+    "RESULT_EXPIRES_S",
+    "RehashMessage",
+    "app",
+    "make_app",
+    "rehash_shard",
+]
+
+REHASH_TASK: Final = "eceb.rehash_shard"
+QUEUE: Final = "eceb"
+"""The queue eceb's tasks are sent to and its workers consume."""
+DEFAULT_BROKER_URL: Final = "redis://127.0.0.1:6379/0"
+DEFAULT_VISIBILITY_TIMEOUT_S: Final = 3600
+DEFAULT_MAX_TASKS_PER_CHILD: Final = 1000
+DEFAULT_MAX_RETRIES: Final = 3
+RESULT_EXPIRES_S: Final = 24 * 3600
+"""Results are kept one day: long enough for any caller to collect them,
+short enough that an abandoned run does not fill the backend."""
+RETRY_BACKOFF_MAX_S: Final = 60
+
+
+class RehashMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What an ``eceb.rehash_shard`` task is sent (as ``msgspec.to_builtins``).
+
+    Fields:
+        spec: where the corpus is.
+        start: registry index of the shard's first artifact (for logs and
+            error messages; the answer is positional).
+        paths: the shard's artifact paths, in registry order.
+        digests: their registered BLAKE3 digests (same positions).
+    """
+
+    spec: StorageSpec
+    start: Annotated[int, msgspec.Meta(ge=0)]
+    paths: list[str]
+    digests: list[str]
+
+    def __post_init__(self) -> None:
+        if len(self.paths) != len(self.digests):
+            raise ValueError(f"{len(self.paths)} paths but {len(self.digests)} digests")
+
+
+def rehash_shard(message: dict[str, Any]) -> Any:
+    """Body of the ``eceb.rehash_shard`` task: re-hash a shard's paths against
+    their expected digests (:func:`~eceb_worker.engine.verification.check_digests`).
+
+    Returns the :class:`~eceb_worker.engine.verification.DigestCheck` as JSON
+    builtins. Raises ``msgspec.ValidationError`` for a malformed message and
+    ``StorageError`` when the storage fails as a whole (retried).
+    """
+    shard = msgspec.convert(message, RehashMessage)
+    storage = shared_storage(shard.spec)
+    checked = check_digests(storage, shard.paths, shard.digests, threads=storage.concurrency)
+    return msgspec.to_builtins(checked)
+
+
+def _setting(value: str | None, name: str, default: str) -> str:
+    if value:
+        return value
+    return os.environ.get(name) or default
+
+
+def _positive(value: int | None, name: str, default: int) -> int:
+    if value is None:
+        text = os.environ.get(name, "").strip()
+        if not text:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{name} must be an integer, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def make_app(
+    broker_url: str | None = None,
+    backend_url: str | None = None,
+    *,
+    visibility_timeout: int | None = None,
+    max_tasks_per_child: int | None = None,
+    max_retries: int | None = None,
+) -> Celery:
+    """A configured Celery application with eceb's tasks registered.
+
+    Each argument left out comes from the environment (see the module's
+    documentation), then from the defaults; the backend defaults to the
+    broker. Raises ValueError for a setting that is not a positive integer.
+    """
+    broker = _setting(broker_url, "ECEB_BROKER_URL", DEFAULT_BROKER_URL)
+    backend = _setting(backend_url, "ECEB_RESULT_BACKEND", broker)
+    visibility = _positive(visibility_timeout, "ECEB_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT_S)
+    per_child = _positive(max_tasks_per_child, "ECEB_MAX_TASKS_PER_CHILD", DEFAULT_MAX_TASKS_PER_CHILD)
+    if max_retries is None:
+        text = os.environ.get("ECEB_TASK_MAX_RETRIES", "").strip()
+        try:
+            max_retries = int(text) if text else DEFAULT_MAX_RETRIES
+        except ValueError:
+            raise ValueError(f"ECEB_TASK_MAX_RETRIES must be an integer, got {text!r}") from None
+    if max_retries < 0:
+        raise ValueError(f"ECEB_TASK_MAX_RETRIES must not be negative, got {max_retries}")
+
+    application = Celery("eceb", broker=broker, backend=backend, set_as_current=False)
+    application.conf.update(
+        # JSON only: a pickled message would run code while being decoded.
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        event_serializer="json",
+        # At least once: acknowledged after running, redelivered when the process running it dies.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        broker_transport_options={"visibility_timeout": visibility},
+        broker_connection_retry_on_startup=True,
+        result_expires=RESULT_EXPIRES_S,
+        worker_max_tasks_per_child=per_child,
+        task_default_queue=QUEUE,
+        task_ignore_result=False,
+        enable_utc=True,
+        timezone="UTC",
+    )
+    application.task(
+        name=REHASH_TASK,
+        shared=False,
+        lazy=False,
+        autoretry_for=(StorageError,),
+        max_retries=max_retries,
+        retry_backoff=True,
+        retry_backoff_max=RETRY_BACKOFF_MAX_S,
+        retry_jitter=True,
+    )(rehash_shard)
+    return application
+
+
+app: Final = make_app()
+"""The application ``celery -A eceb_worker.brokers.celery_app worker`` runs,
+configured from the environment."""

@@ -1,0 +1,261 @@
+"""Loopback Redis server fixture, and real Celery worker processes.
+
+``redis_server`` (session scope) starts ``redis-server`` on 127.0.0.1 on a
+free port, without persistence (``--save '' --appendonly no``) and with a
+random password (so tests can check that no output shows it), waits until it
+answers PING, and stops it at the end of the session. If ``redis-server`` is
+not installed the fixture fails (never skips).
+
+:func:`celery_workers` starts ``celery -A eceb_worker.brokers.celery_app
+worker`` processes (prefork pool, one child each) against a broker URL and
+stops them, with every child, when its block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["CeleryWorkers", "RedisServer", "celery_workers", "redis_server"]
+
+LOOPBACK = "127.0.0.1"
+INSTALL_HINT = "install redis-server (Debian package redis-server)"
+START_TIMEOUT_S = 20.0
+START_ATTEMPTS = 3
+WORKER_START_TIMEOUT_S = 45.0
+WORKER_STOP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class RedisServer:
+    """A running loopback Redis server.
+
+    Attributes:
+        port: its TCP port on 127.0.0.1.
+        password: the password it requires (must never show in any output).
+        log_path: the server's log.
+    """
+
+    port: int
+    password: str
+    log_path: Path
+
+    def url(self, db: int = 0) -> str:
+        """``redis://:PASSWORD@127.0.0.1:PORT/DB``."""
+        return f"redis://:{self.password}@{LOOPBACK}:{self.port}/{db}"
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _pings(port: int, password: str) -> bool:
+    """True once the server answers AUTH and PING."""
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=2) as sock:
+            sock.sendall(f"AUTH {password}\r\nPING\r\n".encode())
+            answer = b""
+            while answer.count(b"\r\n") < 2:
+                chunk = sock.recv(256)
+                if not chunk:
+                    return False
+                answer += chunk
+    except OSError:
+        return False
+    return answer == b"+OK\r\n+PONG\r\n"
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _stop(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A password-protected ``redis-server`` on 127.0.0.1, without persistence."""
+    executable = shutil.which("redis-server")
+    if executable is None:
+        pytest.fail(f"the broker tests need a Redis server: {INSTALL_HINT}", pytrace=False)
+    directory = tmp_path_factory.mktemp("redis-server")
+    log_path = directory / "redis-server.log"
+    password = f"redis-pw-{secrets.token_hex(12)}"
+    for _attempt in range(START_ATTEMPTS):
+        port = _free_loopback_port()
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                [
+                    executable,
+                    "--bind",
+                    LOOPBACK,
+                    "--port",
+                    str(port),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(directory),
+                    "--requirepass",
+                    password,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and process.poll() is None:
+            if _pings(port, password):
+                try:
+                    yield RedisServer(port=port, password=password, log_path=log_path)
+                finally:
+                    _stop(process)
+                return
+            time.sleep(0.05)
+        _stop(process)
+        # Probably the port was taken between probing and binding: try another.
+    pytest.fail(
+        f"redis-server did not answer on {LOOPBACK} after {START_ATTEMPTS} attempts; its log ends with:\n"
+        f"{_tail(log_path)}",
+        pytrace=False,
+    )
+
+
+@dataclass(frozen=True)
+class CeleryWorkers:
+    """Running Celery worker processes.
+
+    Attributes:
+        names: their node names.
+        log_paths: each worker's combined stdout/stderr.
+    """
+
+    names: tuple[str, ...]
+    log_paths: tuple[Path, ...]
+
+    def logs(self) -> str:
+        """Every worker's log so far."""
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in self.log_paths)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else: cannot be ours
+        return False
+    return True
+
+
+def _stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Warm shutdown (SIGTERM) of every worker at once, then kill what is left
+    of each one's process group (each runs in a session of its own)."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + WORKER_STOP_TIMEOUT_S
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    for process in processes:
+        while _group_alive(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _group_alive(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def celery_workers(
+    broker_url: str, count: int, log_dir: Path, env: Mapping[str, str] | None = None
+) -> Iterator[CeleryWorkers]:
+    """Run ``count`` workers (``--pool prefork --concurrency 1``) against
+    ``broker_url`` until the block ends; yields once every one is ready.
+
+    ``env`` is added to this process's environment for the workers. Fails the
+    test if a worker does not become ready; stops every worker and its pool
+    children at the end (no stray processes).
+    """
+    log_dir.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, **(env or {}), "ECEB_BROKER_URL": broker_url}
+    environment.pop("ECEB_RESULT_BACKEND", None)
+    token = secrets.token_hex(4)
+    names = tuple(f"eceb-test-{token}-{i}@{LOOPBACK}" for i in range(count))
+    log_paths = tuple(log_dir / f"worker-{token}-{i}.log" for i in range(count))
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for name, log_path in zip(names, log_paths, strict=True):
+            with log_path.open("wb") as log:
+                processes.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "celery",
+                            "-A",
+                            "eceb_worker.brokers.celery_app",
+                            "worker",
+                            "--pool",
+                            "prefork",
+                            "--concurrency",
+                            "1",
+                            "--loglevel",
+                            "INFO",
+                            "--hostname",
+                            name,
+                            "--without-gossip",
+                            "--without-mingle",
+                            "--without-heartbeat",
+                        ],
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=environment,
+                        cwd=log_dir,
+                        start_new_session=True,
+                    )
+                )
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        waiting = dict(zip(names, zip(processes, log_paths, strict=True), strict=True))
+        while waiting:
+            for name, (process, log_path) in list(waiting.items()):
+                if f"{name} ready." in log_path.read_text(encoding="utf-8", errors="replace"):
+                    del waiting[name]
+                elif process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"celery worker {name} did not start; its log ends with:\n{_tail(log_path)}")
+            time.sleep(0.05)
+        yield CeleryWorkers(names=names, log_paths=log_paths)
+    finally:
+        _stop_workers(processes)
