@@ -180,9 +180,18 @@ def task_record_problems(
     for _, obs in observations:
         digests.add(obs.query_digest)
         digests.add(obs.context_digest)
-        digests.update(s.observed_digest for s in obs.selected_artifacts)
+        for selected in obs.selected_artifacts:
+            digests.add(selected.observed_digest)
     malformed = {d for d in digests if not is_digest(d)}
     ladder = set(task.budget_ladder) if task is not None else set()
+    rates = {
+        cid: (
+            c.pricing.input_micro_usd_per_mtok,
+            c.pricing.cached_input_micro_usd_per_mtok,
+            c.pricing.output_micro_usd_per_mtok,
+        )
+        for cid, c in configurations.items()
+    }
     for index, obs in observations:
         if malformed:
             for field, value in _digest_fields(obs):
@@ -195,22 +204,20 @@ def task_record_problems(
             add(index, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
             add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
-        configuration = configurations.get(obs.configuration_id)
-        if configuration is None:
+        rate = rates.get(obs.configuration_id)
+        if rate is None:
             add(index, "configuration_id", f"{obs.configuration_id!r} is not a configuration of the run")
+        input_tokens = obs.input_tokens
         cached = obs.cached_input_tokens or 0
-        if cached > obs.input_tokens:
-            add(index, "cached_input_tokens", f"{cached} exceeds input_tokens {obs.input_tokens}")
-        elif configuration is not None:
-            pricing = configuration.pricing
-            exact_input = (
-                obs.input_tokens - cached
-            ) * pricing.input_micro_usd_per_mtok + cached * pricing.cached_input_micro_usd_per_mtok
-            exact_output = obs.output_tokens * pricing.output_micro_usd_per_mtok
+        if cached > input_tokens:
+            add(index, "cached_input_tokens", f"{cached} exceeds input_tokens {input_tokens}")
+        elif rate is not None:
+            exact_input = (input_tokens - cached) * rate[0] + cached * rate[1]
             if (
                 abs(obs.input_cost_micro_usd * 1_000_000 - exact_input) >= 1_000_000
-                or abs(obs.output_cost_micro_usd * 1_000_000 - exact_output) >= 1_000_000
+                or abs(obs.output_cost_micro_usd * 1_000_000 - obs.output_tokens * rate[2]) >= 1_000_000
             ):
+                configuration = configurations[obs.configuration_id]
                 problems.extend(_cost_problems(obs, cached, configuration, file, f"observations[{index}]"))
         if len(obs.selected_artifacts) > 1:
             selected_ids = [s.artifact_id for s in obs.selected_artifacts]

@@ -180,6 +180,7 @@ def evaluate_group(
     denied = set(task.denied_artifacts)
     current = {artifact_id: artifacts[artifact_id].source_digest for artifact_id in sorted(task.required_artifacts)}
     required_pairs = set(current.items())
+    coverage_of = [ratio_bps(covered, len(current)) for covered in range(len(current) + 1)]
     terms = [(term, normalize_text(term)) for term in sorted(task.required_answer_terms)]
     # What one selection (artifact id, observed digest) violates: computed once per group.
     verdicts: dict[tuple[str, str], tuple[str | None, str | None]] = {}
@@ -211,7 +212,7 @@ def evaluate_group(
                         f"required artifact {_describe(artifact_id)} selected with stale digest {observed}",
                         rep,
                     )
-        coverages.append(ratio_bps(covered, len(current)))
+        coverages.append(coverage_of[covered])
         for key in selected:
             verdict = verdicts.get(key)
             if verdict is None:
