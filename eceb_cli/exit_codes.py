@@ -11,7 +11,11 @@ code    meaning
         escaping artifacts
 5       storage unavailable: the corpus could not be read at all
 6       output cannot be written (checked before the work starts)
+7       no such job (``eceb-dist``: unknown or expired job id)
+8       the job was cancelled (``eceb-dist wait`` / ``result``)
 70      internal error (a bug: please report it)
+75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
+        ``eceb-dist result`` asked too early); try again later
 130     interrupted (Ctrl-C); 143: terminated (SIGTERM)
 ======  ==========================================================
 """
@@ -24,6 +28,9 @@ __all__ = [
     "BAD_INPUT",
     "INTERNAL",
     "INTERRUPTED",
+    "JOB_CANCELLED",
+    "JOB_NOT_FINISHED",
+    "NO_SUCH_JOB",
     "OK",
     "OUTPUT",
     "STORAGE",
@@ -40,6 +47,9 @@ BAD_INPUT: Final = 3
 VERIFICATION_FAILED: Final = 4
 STORAGE: Final = 5
 OUTPUT: Final = 6
+NO_SUCH_JOB: Final = 7
+JOB_CANCELLED: Final = 8
+JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 INTERRUPTED: Final = 130
 TERMINATED: Final = 143

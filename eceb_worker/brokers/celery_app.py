@@ -1,4 +1,5 @@
-"""The Celery application: configuration and the ``eceb.rehash_shard`` task.
+"""The Celery application: configuration, the ``eceb.rehash_shard`` task and
+the distributed evaluation job's tasks (:mod:`eceb_worker.brokers.jobs`).
 
 Start workers with::
 
@@ -186,6 +187,9 @@ def make_app(
         retry_backoff_max=RETRY_BACKOFF_MAX_S,
         retry_jitter=True,
     )(rehash_shard)
+    from eceb_worker.brokers.jobs import register_job_tasks
+
+    register_job_tasks(application, max_retries=max_retries)
     return application
 
 

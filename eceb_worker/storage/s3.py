@@ -19,7 +19,7 @@ from eceb_worker.engine.digests import HashedBytes, digest_chunks
 from eceb_worker.engine.ports import ListedEntry
 from eceb_worker.errors import ArtifactMissing, ArtifactUnreadable, StorageError
 
-__all__ = ["S3Storage", "parse_s3_url"]
+__all__ = ["S3Storage", "make_s3_client", "parse_s3_url"]
 
 CHUNK_BYTES: Final = 1024 * 1024
 DEFAULT_CONCURRENCY: Final = 16
@@ -78,6 +78,28 @@ def _check_endpoint(endpoint_url: str) -> None:
         raise ValueError(message)
 
 
+def make_s3_client(endpoint_url: str | None, *, concurrency: int = DEFAULT_CONCURRENCY, max_attempts: int = 8) -> Any:
+    """A boto3 S3 client (path-style addressing for a custom endpoint, botocore's
+    ``standard`` retries, a pool of ``concurrency`` connections). Credentials
+    come from boto3's default chain. Raises ValueError for a malformed endpoint
+    (the message never repeats it: it may embed credentials).
+    """
+    if endpoint_url is not None:
+        _check_endpoint(endpoint_url)
+    config = botocore.config.Config(
+        max_pool_connections=max(1, concurrency),
+        retries={"mode": "standard", "max_attempts": max_attempts},
+        s3={"addressing_style": "path"} if endpoint_url else None,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=READ_TIMEOUT_S,
+    )
+    try:
+        return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+    except ValueError:
+        # botocore's message repeats the endpoint verbatim.
+        raise ValueError("invalid S3 endpoint URL (expected http[s]://host[:port])") from None
+
+
 def parse_s3_url(url: str) -> tuple[str, str]:
     """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
     leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
@@ -116,21 +138,10 @@ class S3Storage:
     ) -> None:
         self._bucket, self._prefix = parse_s3_url(url)
         self._concurrency = max(1, concurrency)
-        if endpoint_url is not None:
-            _check_endpoint(endpoint_url)
         if client is None:
-            config = botocore.config.Config(
-                max_pool_connections=self._concurrency,
-                retries={"mode": "standard", "max_attempts": max_attempts},
-                s3={"addressing_style": "path"} if endpoint_url else None,
-                connect_timeout=CONNECT_TIMEOUT_S,
-                read_timeout=READ_TIMEOUT_S,
-            )
-            try:
-                client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
-            except ValueError:
-                # botocore's message repeats the endpoint verbatim.
-                raise ValueError("invalid S3 endpoint URL (expected http[s]://host[:port])") from None
+            client = make_s3_client(endpoint_url, concurrency=self._concurrency, max_attempts=max_attempts)
+        elif endpoint_url is not None:
+            _check_endpoint(endpoint_url)
         self._client = client
 
     @property

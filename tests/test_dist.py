@@ -1,0 +1,301 @@
+"""``eceb-dist``: distributed evaluation on real Celery workers over a real
+Redis, with inputs, corpus and report in a loopback S3 server.
+
+The report a job writes must be byte for byte the one ``eceb evaluate``
+writes from the same files, for any worker count and shard size.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eceb_cli import exit_codes
+from eceb_worker.errors import InputError, OutputError
+from eceb_worker.storage.objects import ObjectStore, object_sibling
+from tests.redis_server import CeleryWorkers, RedisServer, celery_workers
+from tests.s3_server import S3Server, empty_bucket
+
+SEED = Path(__file__).resolve().parent.parent / "examples" / "enterprise-seed"
+WAIT_S = "60"
+TAMPERED = "policy/data-classification.md"
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
+def workers(
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    s3_server: S3Server,  # first: the workers inherit its fake credentials
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[CeleryWorkers]:
+    log_dir = tmp_path_factory.mktemp("dist-workers")
+    with celery_workers(redis_server.url(), request.param, log_dir, env={"ECEB_TASK_MAX_RETRIES": "1"}) as running:
+        yield running
+
+
+def _upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
+    client = s3_server.client()
+    for name in ("benchmark.json", "run.json", "registry.jsonl"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=(SEED / name).read_bytes())
+    s3_server.upload_tree(SEED / "corpus", bucket, f"{prefix}/corpus", threads=4)
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server: S3Server) -> Iterator[str]:
+    """A bucket holding the seed under ``seed/`` and a tampered copy under ``tampered/``."""
+    client = s3_server.client()
+    name = f"eceb-dist-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    _upload_seed(s3_server, name, "seed")
+    _upload_seed(s3_server, name, "tampered")
+    client.put_object(Bucket=name, Key=f"tampered/corpus/{TAMPERED}", Body=b"edited after registration\n")
+    yield name
+    empty_bucket(client, name)
+    client.delete_bucket(Bucket=name)
+
+
+@pytest.fixture(scope="module")
+def expected_report(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    out = tmp_path_factory.mktemp("embedded") / "report.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eceb_cli",
+            "evaluate",
+            str(SEED / "benchmark.json"),
+            str(SEED / "run.json"),
+            "--corpus",
+            str(SEED / "corpus"),
+            "--workers",
+            "1",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == exit_codes.TASKS_FAILED, result.stderr
+    return out.read_bytes()
+
+
+def dist(redis_server: RedisServer, s3_server: S3Server, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ECEB_BROKER_URL": redis_server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url}
+    env.pop("ECEB_RESULT_BACKEND", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "eceb_cli.dist", *args], capture_output=True, text=True, env=env, check=False
+    )
+    for secret in (redis_server.password, *s3_server.secrets):
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
+def submit(redis_server: RedisServer, s3_server: S3Server, prefix: str, out: str, *options: str) -> str:
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"{prefix}/benchmark.json",
+        f"{prefix}/run.json",
+        "--corpus",
+        f"{prefix}/corpus",
+        "--out",
+        out,
+        *options,
+    )
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    assert len(job_id) == 32
+    return job_id
+
+
+@pytest.mark.parametrize(
+    ("shard_bytes", "shard_observations"),
+    [("1", "1"), ("40000", "25"), ("1000000000", "1000000")],
+    ids=["one-per-shard", "middle", "one-shard"],
+)
+def test_report_is_byte_identical_to_eceb_evaluate(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    workers: CeleryWorkers,
+    bucket: str,
+    expected_report: bytes,
+    tmp_path: Path,
+    shard_bytes: str,
+    shard_observations: str,
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(
+        redis_server,
+        s3_server,
+        f"s3://{bucket}/seed",
+        out,
+        "--shard-bytes",
+        shard_bytes,
+        "--shard-observations",
+        shard_observations,
+    )
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
+    assert f"7/13 tasks pass; report written to {out}" in waited.stdout
+    local = tmp_path / "report.json"
+    fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(local))
+    assert fetched.returncode == exit_codes.TASKS_FAILED, fetched.stderr
+    assert local.read_bytes() == expected_report
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert status.returncode == 0
+    rehash_shards = 12 if shard_bytes == "1" else None
+    assert ": done;" in status.stdout
+    assert "failures 0" in status.stdout
+    if rehash_shards is not None:
+        assert "re-hash shards 12/12" in status.stdout
+        assert "evaluation shards 13/13" in status.stdout
+    if shard_bytes == "1000000000":
+        assert "re-hash shards 1/1; evaluation shards 1/1" in status.stdout
+    # Only the report is left under its prefix: the temporary object is gone.
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=out.rsplit("/", 1)[0].split("/", 3)[3])
+    assert [item["Key"] for item in listed["Contents"]] == [out.split("/", 3)[3]]
+
+
+def test_tampered_corpus_fails_naming_the_artifact(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(redis_server, s3_server, f"s3://{bucket}/tampered", out, "--shard-bytes", "1")
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.VERIFICATION_FAILED, waited.stderr
+    assert f"STALE  {TAMPERED}" in waited.stderr
+    assert "corpus verification failed: 1 of 12 artifacts do not match the registry" in waited.stderr
+    assert "no report was written" in waited.stderr
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert ": failed;" in status.stdout
+    assert "verification error" in status.stdout
+    result = dist(redis_server, s3_server, "result", job_id)
+    assert result.returncode == exit_codes.VERIFICATION_FAILED
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_missing_input_fails_as_bad_input(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/no-such-run.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+        "--out",
+        out,
+    )
+    assert result.returncode == 0, result.stderr
+    waited = dist(redis_server, s3_server, "wait", result.stdout.strip(), "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.BAD_INPUT, waited.stderr
+    assert f"s3://{bucket}/seed/no-such-run.json: cannot read: no such object" in waited.stderr
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_server: S3Server) -> None:
+    unknown = dist(redis_server, s3_server, "status", "0" * 32)
+    assert unknown.returncode == exit_codes.NO_SUCH_JOB
+    local = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        str(SEED / "benchmark.json"),
+        str(SEED / "run.json"),
+        "--corpus",
+        str(SEED / "corpus"),
+        "--out",
+        "s3://b/report.json",
+    )
+    assert local.returncode == exit_codes.USAGE
+    assert "must be an s3://bucket/key URL" in local.stderr
+
+
+def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: str) -> None:
+    store = ObjectStore(s3_server.endpoint_url)
+    url = f"s3://{bucket}/atomic/{uuid.uuid4().hex}/report.json"
+    store.put_atomic(url, b"first")
+    store.put_atomic(url, b"second")
+    data, etag = store.get(url)
+    assert data == b"second"
+    with pytest.raises(InputError, match="changed while the job ran"):
+        store.get(url, etag='"0"')
+    listed: Any = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=url.split("/", 3)[3].rsplit("/", 1)[0])
+    assert [item["Key"] for item in listed["Contents"]] == [url.split("/", 3)[3]]
+    with pytest.raises(OutputError, match="no such bucket"):
+        store.put_atomic("s3://no-such-bucket-here/report.json", b"x")
+    assert store.get(url, etag=etag)[0] == b"second"
+
+
+def test_object_sibling() -> None:
+    assert object_sibling("s3://b/a/benchmark.json", "registry.jsonl") == "s3://b/a/registry.jsonl"
+    assert object_sibling("s3://b/a/benchmark.json", "../r/registry.jsonl") == "s3://b/r/registry.jsonl"
+    assert object_sibling("s3://b/benchmark.json", "registry.jsonl") == "s3://b/registry.jsonl"
+    for bad in ("../registry.jsonl", "/registry.jsonl"):
+        with pytest.raises(ValueError, match="registry"):
+            object_sibling("s3://b/benchmark.json", bad)
+
+
+def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server: S3Server) -> None:
+    import redis
+
+    from eceb_worker.brokers.jobs import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    job_id = uuid.uuid4().hex
+    store.update(job_id, phase="verifying", rehash_total=3, rehash_done=1, out="s3://b/report.json")
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert "verifying; re-hash shards 1/3" in status.stdout
+    cancelled = dist(redis_server, s3_server, "cancel", job_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert store.finished(job_id)
+    watched = dist(redis_server, s3_server, "status", "--watch", job_id)
+    assert watched.returncode == 0
+    assert ": cancelled;" in watched.stdout
+    for command in ("wait", "result"):
+        ended = dist(redis_server, s3_server, command, job_id)
+        assert ended.returncode == exit_codes.JOB_CANCELLED
+        assert "no report was written" in ended.stderr
+    again = dist(redis_server, s3_server, "cancel", job_id)
+    assert "already ended (cancelled)" in again.stdout
+    store.client.close()
+
+
+def test_unreadable_corpus_fails_as_storage_after_retries(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/run.json",
+        "--corpus",
+        f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/corpus",
+        "--out",
+        out,
+        "--shard-bytes",
+        "1000000000",
+    )
+    job_id = result.stdout.strip()
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.STORAGE, waited.stderr
+    assert "1 of 1 re-hash shards failed; first: re-hash shard 0:" in waited.stderr
+    assert "no such bucket" in waited.stderr
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert "failures 1" in status.stdout
+    assert "Retry in" in workers.logs()
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)
