@@ -219,6 +219,9 @@ def test_failing_shard_raises_storage_error_naming_it(
     message = str(caught.value)
     assert f"shard 0 (artifacts 0..{len(registry.artifacts) - 1})" in message
     assert "no such directory" in message
+    deadline = time.monotonic() + 10  # worker logs reach their files a little later
+    while "Retry in" not in workers.logs() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert "Retry in" in workers.logs()  # retried before failing
 
 
