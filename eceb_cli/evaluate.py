@@ -21,7 +21,7 @@ from eceb_worker.engine.evaluation import TaskResult
 from eceb_worker.engine.report import Report, encode_report
 from eceb_worker.engine.verification import VerificationReport
 from eceb_worker.errors import InputError, Problem, VerificationError
-from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs, load_run
+from eceb_worker.evaluate import InputReader, check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.files import atomic_write, check_writable, map_input, read_input
@@ -31,8 +31,8 @@ __all__ = ["evaluate", "validate"]
 
 
 @click.command()
-@click.argument("benchmark_path", metavar="BENCHMARK", type=click.Path(path_type=Path, dir_okay=False))
-@click.argument("run_path", metavar="RUN", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("benchmark_path", metavar="BENCHMARK")
+@click.argument("run_path", metavar="RUN")
 @click.option("--corpus", "source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here (atomically)."
@@ -41,8 +41,8 @@ __all__ = ["evaluate", "validate"]
 @source_options
 @handle_errors
 def evaluate(
-    benchmark_path: Path,
-    run_path: Path,
+    benchmark_path: str,
+    run_path: str,
     source: str,
     output: Path | None,
     quiet: bool,
@@ -53,8 +53,10 @@ def evaluate(
 ) -> None:
     """Evaluate RUN against BENCHMARK (ECEB-0.1) and write one report.
 
-    Checks the benchmark, its registry and the run together (every problem
-    is listed), re-hashes the whole corpus, evaluates every gate of every
+    BENCHMARK and RUN are files or s3://bucket/key objects (read with
+    --endpoint-url); the benchmark's registry is read beside it. Checks the
+    benchmark, its registry and the run together (every problem is listed),
+    re-hashes the whole corpus, evaluates every gate of every
     task, strategy and budget, and prints a summary. Exit 0 when every task
     passes, 1 when some fail, 3 for invalid input, 4 when the corpus does
     not verify, 5 when it cannot be read.
@@ -62,7 +64,7 @@ def evaluate(
     started = time.monotonic()
     if output is not None:
         check_writable(output)
-    inputs = load_inputs(benchmark_path, run_path)
+    inputs = load_inputs(benchmark_path, run_path, InputReader(endpoint_url))
     spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
     try:
         with progress("verifying", total=len(inputs.registry.artifacts)) as advance:

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from eceb_cli import exit_codes
 from eceb_cli.main import main
 from eceb_worker.engine.benchmark import Benchmark, task_root
+from tests.s3_server import S3Server
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "examples" / "enterprise-seed"
@@ -273,3 +274,38 @@ def test_deeply_nested_record_is_bad_input(tmp_path: Path) -> None:
     assert code == exit_codes.BAD_INPUT, output
     assert report == {}
     assert "Traceback" not in output
+
+
+def test_every_input_from_s3_gives_the_same_report(tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> None:
+    """Benchmark, registry, run and corpus all read from S3-compatible storage."""
+    local = tmp_path / "local"
+    local.mkdir()
+    evaluate_seed(local)
+    s3_server.upload_tree(SEED, s3_bucket, "seed")
+    report = tmp_path / "report.json"
+    code, out, err = run_cli(
+        "evaluate",
+        f"s3://{s3_bucket}/seed/benchmark.json",
+        f"s3://{s3_bucket}/seed/run.json",
+        "--corpus",
+        f"s3://{s3_bucket}/seed/corpus",
+        "--endpoint-url",
+        s3_server.endpoint_url,
+        "-o",
+        str(report),
+    )
+    assert code == exit_codes.TASKS_FAILED, out + err
+    assert report.read_bytes() == (local / "report.json").read_bytes()
+    for secret in s3_server.secrets:
+        assert secret not in out + err
+    code, _, err = run_cli(
+        "evaluate",
+        f"s3://{s3_bucket}/seed/no-such-benchmark.json",
+        f"s3://{s3_bucket}/seed/run.json",
+        "--corpus",
+        f"s3://{s3_bucket}/seed/corpus",
+        "--endpoint-url",
+        s3_server.endpoint_url,
+    )
+    assert code == exit_codes.BAD_INPUT
+    assert "no-such-benchmark.json" in err
