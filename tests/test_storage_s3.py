@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -225,6 +226,70 @@ def test_adapter_reads_again_when_the_body_breaks_off(s3_server: S3Server, s3_bu
         ):
             storage.hash_artifact("big file.bin")
         assert relay.connections == STREAM_ATTEMPTS
+
+
+class RefusingRelay(CuttingRelay):
+    """A loopback relay that answers its first ``refusals`` connections itself:
+    ``slowdown`` (HTTP 503 with S3's SlowDown error), ``internal`` (HTTP 500
+    InternalError) or ``reset`` (the connection is reset before any answer);
+    later connections are relayed to the S3 server."""
+
+    def __init__(self, upstream_url: str, *, refusals: int, how: str) -> None:
+        super().__init__(upstream_url, cuts=0, after=0)
+        self._refusals = refusals
+        self._how = how
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                refuse = self._refusals > 0
+                self._refusals -= int(refuse)
+            if refuse:
+                self._spawn(self._refuse, client)
+                continue
+            with self._lock:
+                upstream = socket.create_connection(self._upstream)
+                self._sockets += [client, upstream]
+            self._spawn(self._pump, client, upstream, None)
+            self._spawn(self._pump, upstream, client, None)
+
+    def _refuse(self, client: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            client.recv(65536)  # the request line and headers
+            if self._how == "reset":
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                status, code = (
+                    ("503 Slow Down", "SlowDown")
+                    if self._how == "slowdown"
+                    else (
+                        "500 Internal Server Error",
+                        "InternalError",
+                    )
+                )
+                body = f"<Error><Code>{code}</Code><Message>try again</Message></Error>".encode()
+                client.sendall(
+                    f"HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\n"
+                    f"Connection: close\r\n\r\n".encode()
+                    + body
+                )
+        client.close()
+
+
+@pytest.mark.parametrize("how", ["slowdown", "internal", "reset"])
+def test_adapter_retries_throttling_server_errors_and_resets(s3_server: S3Server, s3_bucket: str, how: str) -> None:
+    """botocore's standard retry mode, with back-off, gets through passing faults."""
+    body = b"retry me" * 1000
+    s3_server.client().put_object(Bucket=s3_bucket, Key="k.bin", Body=body)
+    with RefusingRelay(s3_server.endpoint_url, refusals=2, how=how) as relay:
+        storage = S3Storage(f"s3://{s3_bucket}", endpoint_url=relay.endpoint_url, concurrency=1)
+        assert storage.hash_artifact("k.bin") == (len(body), digest(body))
+        assert relay.connections == 3
 
 
 def test_adapter_prefix_scopes_reads_and_listing(s3_server: S3Server, s3_bucket: str) -> None:
