@@ -377,7 +377,7 @@ def worker(
 
     The same as: celery -A eceb_worker.brokers.celery_app worker --pool prefork -Q eceb
     """
-    from eceb_worker.brokers.celery_app import QUEUE
+    from eceb_worker.brokers.celery_app import worker_command
 
     environment = dict(os.environ)
     for name, value in (
@@ -387,25 +387,7 @@ def worker(
     ):
         if value:
             environment[name] = value
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "eceb_worker.brokers.celery_app",
-        "worker",
-        "--pool",
-        "prefork",
-        "--queues",
-        QUEUE,
-        "--loglevel",
-        loglevel,
-        "--without-gossip",
-        "--without-mingle",
-    ]
-    if concurrency is not None:
-        command += ["--concurrency", str(concurrency)]
-    command += list(celery_args)
+    command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=celery_args)
     shown = redact_url(environment.get("ECEB_BROKER_URL", "redis://127.0.0.1:6379/0"))
     click.echo(f"starting a worker on {shown}", err=True)
     sys.stdout.flush()

@@ -20,13 +20,15 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from eceb_worker.brokers.celery_app import worker_command
+from tests.s3_server import S3Server
 
 __all__ = ["CeleryWorkers", "RedisServer", "celery_workers", "redis_server"]
 
@@ -220,25 +222,10 @@ def celery_workers(
             with log_path.open("wb") as log:
                 processes.append(
                     subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "celery",
-                            "-A",
-                            "eceb_worker.brokers.celery_app",
-                            "worker",
-                            "--pool",
-                            "prefork",
-                            "--concurrency",
-                            "1",
-                            "--loglevel",
-                            "INFO",
-                            "--hostname",
-                            name,
-                            "--without-gossip",
-                            "--without-mingle",
-                            "--without-heartbeat",
-                        ],
+                        worker_command(
+                            concurrency=1,
+                            extra=("--hostname", name, "--without-heartbeat"),
+                        ),
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -259,3 +246,16 @@ def celery_workers(
         yield CeleryWorkers(names=names, log_paths=log_paths)
     finally:
         _stop_workers(processes)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
+def workers(
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    s3_server: S3Server,  # first: the workers inherit its fake credentials
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[CeleryWorkers]:
+    """One, then two, worker processes for the tests of a module (a task is retried once)."""
+    log_dir = tmp_path_factory.mktemp("celery-workers")
+    with celery_workers(redis_server.url(), request.param, log_dir, env={"ECEB_TASK_MAX_RETRIES": "1"}) as running:
+        yield running

@@ -32,22 +32,10 @@ from eceb_worker.executors import InProcessExecutor
 from eceb_worker.storage import StorageSpec
 from eceb_worker.storage.local import LARGE_FILE_BYTES
 from tests.helpers import artifact
-from tests.redis_server import CeleryWorkers, RedisServer, celery_workers
+from tests.redis_server import CeleryWorkers, RedisServer
 from tests.s3_server import S3Server
 
 WAIT_S = 60.0
-
-
-@pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
-def workers(
-    request: pytest.FixtureRequest,
-    redis_server: RedisServer,
-    s3_server: S3Server,  # first: the workers inherit its fake credentials
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[CeleryWorkers]:
-    log_dir = tmp_path_factory.mktemp("celery-workers")
-    with celery_workers(redis_server.url(), request.param, log_dir, env={"ECEB_TASK_MAX_RETRIES": "1"}) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

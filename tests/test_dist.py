@@ -20,24 +20,12 @@ import pytest
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, OutputError
 from eceb_worker.storage.objects import ObjectStore, object_sibling
-from tests.redis_server import CeleryWorkers, RedisServer, celery_workers
+from tests.redis_server import CeleryWorkers, RedisServer
 from tests.s3_server import S3Server, empty_bucket
 
 SEED = Path(__file__).resolve().parent.parent / "examples" / "enterprise-seed"
 WAIT_S = "60"
 TAMPERED = "policy/data-classification.md"
-
-
-@pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])
-def workers(
-    request: pytest.FixtureRequest,
-    redis_server: RedisServer,
-    s3_server: S3Server,  # first: the workers inherit its fake credentials
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[CeleryWorkers]:
-    log_dir = tmp_path_factory.mktemp("dist-workers")
-    with celery_workers(redis_server.url(), request.param, log_dir, env={"ECEB_TASK_MAX_RETRIES": "1"}) as running:
-        yield running
 
 
 def _upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:

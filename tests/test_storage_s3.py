@@ -180,12 +180,21 @@ class CuttingRelay:
                 return
             with self._lock:
                 self.connections += 1
-                cut = self._cuts > 0
-                self._cuts -= int(cut)
-                upstream = socket.create_connection(self._upstream)
-                self._sockets += [client, upstream]
-            self._spawn(self._pump, client, upstream, None)
-            self._spawn(self._pump, upstream, client, self._after if cut else None)
+            self._handle(client)
+
+    def _handle(self, client: socket.socket) -> None:
+        """Relay one connection, cutting its response if cuts are left."""
+        with self._lock:
+            cut = self._cuts > 0
+            self._cuts -= int(cut)
+        self._relay(client, self._after if cut else None)
+
+    def _relay(self, client: socket.socket, limit: int | None) -> None:
+        with self._lock:
+            upstream = socket.create_connection(self._upstream)
+            self._sockets += [client, upstream]
+        self._spawn(self._pump, client, upstream, None)
+        self._spawn(self._pump, upstream, client, limit)
 
     @staticmethod
     def _pump(source: socket.socket, sink: socket.socket, limit: int | None) -> None:
@@ -239,24 +248,14 @@ class RefusingRelay(CuttingRelay):
         self._refusals = refusals
         self._how = how
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-                refuse = self._refusals > 0
-                self._refusals -= int(refuse)
-            if refuse:
-                self._spawn(self._refuse, client)
-                continue
-            with self._lock:
-                upstream = socket.create_connection(self._upstream)
-                self._sockets += [client, upstream]
-            self._spawn(self._pump, client, upstream, None)
-            self._spawn(self._pump, upstream, client, None)
+    def _handle(self, client: socket.socket) -> None:
+        with self._lock:
+            refuse = self._refusals > 0
+            self._refusals -= int(refuse)
+        if refuse:
+            self._spawn(self._refuse, client)
+        else:
+            self._relay(client, None)
 
     def _refuse(self, client: socket.socket) -> None:
         with contextlib.suppress(OSError):

@@ -37,6 +37,8 @@ adapter on its first task.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from typing import Annotated, Any, Final
 
 import msgspec
@@ -92,6 +94,32 @@ class RehashMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     def __post_init__(self) -> None:
         if len(self.paths) != len(self.digests):
             raise ValueError(f"{len(self.paths)} paths but {len(self.digests)} digests")
+
+
+def worker_command(*, concurrency: int | None = None, loglevel: str = "INFO", extra: Sequence[str] = ()) -> list[str]:
+    """The command line of one eceb worker process (what ``eceb-dist worker`` runs):
+    ``python -m celery -A eceb_worker.brokers.celery_app worker --pool prefork
+    --queues eceb --loglevel LEVEL --without-gossip --without-mingle``, then
+    ``--concurrency N`` when given, then ``extra``."""
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "eceb_worker.brokers.celery_app",
+        "worker",
+        "--pool",
+        "prefork",
+        "--queues",
+        QUEUE,
+        "--loglevel",
+        loglevel,
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if concurrency is not None:
+        command += ["--concurrency", str(concurrency)]
+    return command + list(extra)
 
 
 def rehash_shard(message: dict[str, Any]) -> Any:
