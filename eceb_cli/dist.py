@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import msgspec
@@ -25,6 +25,9 @@ from eceb_worker import __version__
 from eceb_worker.brokers import redact_url
 from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.errors import InputError, Problem, StorageError
+
+if TYPE_CHECKING:
+    from eceb_worker.brokers.jobs import JobMessage
 
 __all__ = ["main"]
 
@@ -47,7 +50,8 @@ def cluster_options(function: F) -> F:
             click.option(
                 "--broker-url",
                 envvar="ECEB_BROKER_URL",
-                help="Celery broker URL (default redis://127.0.0.1:6379/0). Env: ECEB_BROKER_URL.",
+                help="Celery broker URL (default redis://127.0.0.1:6379/0); rediss:// for TLS, the CA bundle "
+                "in ECEB_REDIS_CA_CERTS. Env: ECEB_BROKER_URL.",
             ),
             click.option(
                 "--result-backend",
@@ -69,11 +73,16 @@ class _Cluster:
     """The Celery application and the job store of one command."""
 
     def __init__(self, broker_url: str | None, result_backend: str | None) -> None:
-        from eceb_worker.brokers.celery_app import make_app
+        try:
+            # Importing the module configures its application from the environment.
+            from eceb_worker.brokers.celery_app import make_app
+
+            self.app = make_app(broker_url, result_backend)
+        except ValueError as exc:  # a setting is wrong; the message never repeats a URL
+            raise click.UsageError(str(exc)) from None
         from eceb_worker.brokers.celery_executor import CeleryExecutor
         from eceb_worker.brokers.jobs import JobStore
 
-        self.app = make_app(broker_url, result_backend)
         self.executor = CeleryExecutor(self.app)
         self.executor.check_connection()
         client = getattr(self.app.backend, "client", None)
@@ -87,6 +96,20 @@ class _Cluster:
             click.echo(f"error: no such job {job_id} (unknown, or expired)", err=True)
             sys.exit(exit_codes.NO_SUCH_JOB)
         return state
+
+
+def _corpus(value: str) -> str:
+    """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
+    (it is stored in the job's state and shown by ``status``)."""
+    from eceb_worker.storage.objects import is_s3_url
+    from eceb_worker.storage.s3 import parse_s3_url
+
+    if is_s3_url(value):
+        try:
+            parse_s3_url(value)
+        except ValueError as exc:
+            raise click.UsageError(f"--corpus: {exc}") from None
+    return value
 
 
 def _object_url(value: str, what: str) -> str:
@@ -161,11 +184,12 @@ def submit(
         inputs=JobInputs(
             benchmark=_object_url(benchmark, "BENCHMARK"), run=_object_url(run, "RUN"), endpoint_url=endpoint_url
         ),
-        corpus=StorageSpec(source=corpus, endpoint_url=endpoint_url, concurrency=concurrency),
+        corpus=StorageSpec(source=_corpus(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
         out=_object_url(out, "--out"),
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
     )
+    _check_submission(message, endpoint_url)
     cluster = _Cluster(broker_url, result_backend)
     cluster.store.update(
         message.job_id,
@@ -179,6 +203,23 @@ def submit(
     handle = cluster.app.send_task(COORDINATE_TASK, args=(msgspec.to_builtins(message),))
     cluster.store.update(message.job_id, coordinator=handle.id)
     click.echo(message.job_id)
+
+
+def _check_submission(message: JobMessage, endpoint_url: str | None) -> None:
+    """What can be told before queuing: the benchmark and run exist (every
+    missing one named, :class:`InputError`), and the report can be written
+    under ``--out`` (:class:`OutputError`)."""
+    from eceb_worker.storage.objects import ObjectStore
+
+    store = ObjectStore(endpoint_url)
+    missing = [
+        Problem(file=url, message="cannot read: no such object")
+        for url in (message.inputs.benchmark, message.inputs.run)
+        if not store.exists(url)
+    ]
+    if missing:
+        raise InputError(missing)
+    store.check_writable(message.out)
 
 
 def _shards(state: dict[str, str]) -> tuple[int, int]:
@@ -248,8 +289,18 @@ def _finished(cluster: _Cluster, job_id: str, timeout: float | None) -> dict[str
     from eceb_worker.brokers.jobs import TERMINAL_PHASES
 
     deadline = None if timeout is None else time.monotonic() + timeout
+    seen = False
     while True:
+        found = cluster.store.get(job_id)
+        if found is None and seen:
+            click.echo(
+                f"error: job {job_id} vanished from Redis while it ran (was the server restarted without "
+                "persistence?); no report was written",
+                err=True,
+            )
+            sys.exit(exit_codes.NO_SUCH_JOB)
         state = cluster.job(job_id)
+        seen = True
         if state.get("phase") in TERMINAL_PHASES:
             return state
         if deadline is not None and time.monotonic() >= deadline:
@@ -377,8 +428,6 @@ def worker(
 
     The same as: celery -A eceb_worker.brokers.celery_app worker --pool prefork -Q eceb
     """
-    from eceb_worker.brokers.celery_app import worker_command
-
     environment = dict(os.environ)
     for name, value in (
         ("ECEB_BROKER_URL", broker_url),
@@ -387,6 +436,12 @@ def worker(
     ):
         if value:
             environment[name] = value
+    os.environ.update(environment)  # this process becomes the worker
+    try:
+        # Importing the module configures its application: the settings are checked here.
+        from eceb_worker.brokers.celery_app import worker_command
+    except ValueError as exc:  # the message never repeats a URL
+        raise click.UsageError(str(exc)) from None
     command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=celery_args)
     shown = redact_url(environment.get("ECEB_BROKER_URL", "redis://127.0.0.1:6379/0"))
     click.echo(f"starting a worker on {shown}", err=True)

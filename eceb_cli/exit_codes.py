@@ -9,7 +9,8 @@ code    meaning
 3       bad input: a registry, rules, benchmark or run file is invalid
 4       corpus verification failed: missing, stale, unreadable or
         escaping artifacts
-5       storage unavailable: the corpus could not be read at all
+5       storage unavailable: the corpus could not be read at all;
+        (eceb-dist) a shard the cluster could not complete
 6       output cannot be written (checked before the work starts)
 7       no such job (``eceb-dist``: unknown or expired job id)
 8       the job was cancelled (``eceb-dist wait`` / ``result``)

@@ -9,18 +9,28 @@ from __future__ import annotations
 
 import io
 import mmap
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Final, Protocol, TypeVar
 
 import msgspec
 
 from eceb_worker import __version__
 from eceb_worker.corpus import load_registry, verify_corpus
+from eceb_worker.engine.artifacts import Artifact
 from eceb_worker.engine.benchmark import Benchmark, task_root
 from eceb_worker.engine.checks import benchmark_problems, run_header_problems
 from eceb_worker.engine.documents import decode_document
-from eceb_worker.engine.plan import DEFAULT_SHARD_OBSERVATIONS, plan_evaluation
+from eceb_worker.engine.plan import (
+    DEFAULT_FILE_COST_BYTES,
+    DEFAULT_SHARD_BYTES,
+    DEFAULT_SHARD_OBSERVATIONS,
+    plan_evaluation,
+)
 from eceb_worker.engine.registry import Registry, read_registry
+from eceb_worker.engine.registry_scan import RegistryScan, registry_artifacts, scan_registry
 from eceb_worker.engine.report import Report, ReportInputs
 from eceb_worker.engine.run_evaluation import TaskOutcome, evaluate_tasks_of_run, problem_order, reduce_evaluation
 from eceb_worker.engine.run_stream import IndexedRun, index_run
@@ -31,20 +41,54 @@ from eceb_worker.executors.inprocess import ShardExecutor
 from eceb_worker.files import map_input, read_input
 from eceb_worker.storage import StorageSpec
 
+if TYPE_CHECKING:
+    from eceb_worker.storage.objects import ObjectStore
+
 __all__ = [
+    "BenchmarkRun",
+    "CheckedRun",
     "EvaluationInputs",
     "InputReader",
     "Location",
+    "RunInputs",
+    "ScannedInputs",
     "check_benchmark",
     "check_run_records",
     "evaluate",
     "evaluate_verified",
     "evaluation_task_ids",
-    "reduce_outcomes",
     "load_benchmark",
     "load_inputs",
+    "load_referenced_artifacts",
     "load_run",
+    "load_run_inputs",
+    "reduce_outcomes",
+    "referenced_artifact_ids",
+    "scan_inputs",
 ]
+
+
+class BenchmarkRun(Protocol):
+    """A benchmark and a run checked together: what planning the evaluation
+    needs (:func:`evaluation_task_ids`)."""
+
+    @property
+    def benchmark(self) -> Benchmark:
+        """The benchmark."""
+
+    @property
+    def run(self) -> IndexedRun:
+        """The run, header checked, records indexed by task."""
+
+
+class CheckedRun(BenchmarkRun, Protocol):
+    """A :class:`BenchmarkRun` and the corpus root of the benchmark's
+    registry: what reducing the evaluation into the report needs
+    (:func:`reduce_outcomes`)."""
+
+    @property
+    def corpus_root(self) -> str:
+        """The registry's corpus root (ECEB-0.1 §5)."""
 
 
 class EvaluationInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +97,43 @@ class EvaluationInputs(msgspec.Struct, frozen=True, kw_only=True):
     benchmark: Benchmark
     registry: Registry
     run: IndexedRun
+
+    @property
+    def corpus_root(self) -> str:
+        """The registry's corpus root (ECEB-0.1 §5)."""
+        return self.registry.corpus_root
+
+
+class ScannedInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """A benchmark, a run and the scan of the benchmark's registry, checked
+    together as :class:`EvaluationInputs` are, without the registry's
+    artifacts in memory (:func:`scan_inputs`).
+
+    Fields:
+        benchmark, run: as in :class:`EvaluationInputs`.
+        registry: the registry's header, re-hash plan (byte ranges of the
+            file) and the artifacts the benchmark's tasks name.
+        registry_location: where the registry is (an ``s3://`` URL or a path).
+    """
+
+    benchmark: Benchmark
+    run: IndexedRun
+    registry: RegistryScan
+    registry_location: str
+
+    @property
+    def corpus_root(self) -> str:
+        """The registry's corpus root (ECEB-0.1 §5)."""
+        return self.registry.corpus_root
+
+
+class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """A benchmark and a run already checked together, with the corpus root
+    of the benchmark's registry (a :class:`CheckedRun`; :func:`load_run_inputs`)."""
+
+    benchmark: Benchmark
+    run: IndexedRun
+    corpus_root: str
 
 
 Location = Path | str
@@ -67,14 +148,18 @@ class InputReader:
     object read is kept in :attr:`etags`; with ``expected`` ETags, only those
     versions are accepted (a job's workers read exactly what its coordinator
     checked). A missing or unreadable input is an :class:`InputError` naming
-    it; storage that cannot be used at all, a ``StorageError``.
+    it; storage that cannot be used at all, a ``StorageError``. ``store`` is
+    the :class:`~eceb_worker.storage.objects.ObjectStore` to read objects with
+    (by default one is made on the first object read).
     """
 
-    def __init__(self, endpoint_url: str | None = None, *, expected: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, endpoint_url: str | None = None, *, expected: Mapping[str, str] | None = None, store: object = None
+    ) -> None:
         self.endpoint_url = endpoint_url
         self.expected = dict(expected or {})
         self.etags: dict[str, str] = {}
-        self._store: object = None
+        self._store: object = store
 
     @staticmethod
     def normalize(location: Location) -> Location:
@@ -88,14 +173,55 @@ class InputReader:
         location = self.normalize(location)
         if isinstance(location, Path):
             return map_input(location) if large else read_input(location)
+        data, etag = self._objects().get(location, etag=self.expected.get(location))
+        self.etags[location] = etag
+        return data
+
+    def _objects(self) -> ObjectStore:
         from eceb_worker.storage.objects import ObjectStore
 
         if self._store is None:
             self._store = ObjectStore(self.endpoint_url)
         assert isinstance(self._store, ObjectStore)
-        data, etag = self._store.get(location, etag=self.expected.get(location))
+        return self._store
+
+    def open(self, location: Location) -> IO[bytes]:
+        """A stream of the input's bytes, read as consumed (never held whole).
+
+        An object is pinned to its expected ETag, else to the one first
+        seen, so that opening it again gives the same bytes. Raises
+        :class:`InputError` naming a missing, unreadable or changed input,
+        ``StorageError`` when the storage cannot be used.
+        """
+        location = self.normalize(location)
+        if isinstance(location, Path):
+            try:
+                return location.open("rb")
+            except OSError as exc:
+                raise InputError([Problem(file=str(location), message=f"cannot read: {exc.strerror or exc}")]) from exc
+        pinned = self.expected.get(location) or self.etags.get(location)
+        stream, etag = self._objects().open(location, etag=pinned)
         self.etags[location] = etag
-        return data
+        return stream
+
+    def read_range(self, location: Location, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the input (an object: one ranged GET,
+        pinned like :meth:`open`). Raises :class:`InputError` for a missing,
+        unreadable, changed or too short input, ``StorageError`` when the
+        storage cannot be used."""
+        location = self.normalize(location)
+        if isinstance(location, Path):
+            try:
+                with location.open("rb") as stream:
+                    stream.seek(start)
+                    data = stream.read(end - start)
+            except OSError as exc:
+                raise InputError([Problem(file=str(location), message=f"cannot read: {exc.strerror or exc}")]) from exc
+            if len(data) != end - start:
+                raise InputError([Problem(file=str(location), message="changed while the job ran (it is shorter)")])
+            return data
+        pinned = self.expected.get(location) or self.etags.get(location)
+        return self._objects().get_range(location, start, end, etag=pinned)
 
     def sibling(self, location: Location, relative: str) -> Location:
         """What ``relative`` names beside ``location`` (a file's directory, an object's key prefix)."""
@@ -141,10 +267,51 @@ def registry_path(benchmark: Benchmark, benchmark_path: Path) -> Path:
     return benchmark_path.parent / benchmark.registry.path
 
 
+_R = TypeVar("_R")
+_RegistryLoader = Callable[[Location, AbstractSet[str]], tuple[_R, str, Mapping[str, Artifact]]]
+"""Loads and checks the registry at a location; returns it, its corpus root
+and (at least) the artifacts whose ids are asked for, by id. Raises
+:class:`InputError` with every problem of the registry."""
+
+
+def _full_registry(reader: InputReader) -> _RegistryLoader[Registry]:
+    def load(location: Location, _wanted: AbstractSet[str]) -> tuple[Registry, str, Mapping[str, Artifact]]:
+        registry = _load_registry(location, reader)
+        return registry, registry.corpus_root, {a.artifact_id: a for a in registry.artifacts}
+
+    return load
+
+
+def _scanned_registry(
+    reader: InputReader, spill_dir: str, shard_bytes: int, file_cost_bytes: int
+) -> _RegistryLoader[tuple[RegistryScan, str]]:
+    def load(
+        location: Location, wanted: AbstractSet[str]
+    ) -> tuple[tuple[RegistryScan, str], str, Mapping[str, Artifact]]:
+        location = reader.normalize(location)
+        scan = scan_registry(
+            lambda: reader.open(location),
+            str(location),
+            spill_dir=spill_dir,
+            shard_bytes=shard_bytes,
+            file_cost_bytes=file_cost_bytes,
+            wanted=wanted,
+        )
+        return (scan, str(location)), scan.corpus_root, scan.artifacts
+
+    return load
+
+
+def _named_artifacts(benchmark: Benchmark) -> frozenset[str]:
+    """Every artifact id a task of ``benchmark`` requires or denies."""
+    return frozenset(a for task in benchmark.tasks for a in (*task.required_artifacts, *task.denied_artifacts))
+
+
 def _benchmark_with_registry(
-    path: Location, problems: list[Problem], reader: InputReader
-) -> tuple[Benchmark | None, Registry | None]:
-    """Load a benchmark and its registry, appending every problem to ``problems``."""
+    path: Location, problems: list[Problem], reader: InputReader, load: _RegistryLoader[_R]
+) -> tuple[Benchmark | None, _R | None, str | None]:
+    """Load a benchmark and its registry (with ``load``), appending every
+    problem to ``problems``; the benchmark, the registry and its corpus root."""
     try:
         benchmark = load_benchmark(path, reader)
     except InputError as exc:
@@ -153,24 +320,25 @@ def _benchmark_with_registry(
         try:
             value, _ = decode_lenient(bytes(reader.read(path)))
         except InputError:
-            return None, None
+            return None, None, None
         reference = value.get("registry") if isinstance(value, dict) else None
         named = reference.get("path") if isinstance(reference, dict) else None
         if isinstance(named, str) and named:
             try:
-                _load_registry(reader.sibling(path, named), reader)
+                load(reader.sibling(path, named), frozenset())
             except InputError as registry_exc:
                 problems.extend(registry_exc.problems)
-        return None, None
+        return None, None, None
     try:
-        registry = _load_registry(reader.sibling(path, benchmark.registry.path), reader)
+        registry, corpus_root, artifacts = load(
+            reader.sibling(path, benchmark.registry.path), _named_artifacts(benchmark)
+        )
     except InputError as exc:
         problems.extend(exc.problems)
         problems.extend(benchmark_problems(benchmark, None, None, file=str(path)))
-        return benchmark, None
-    artifacts = {a.artifact_id: a for a in registry.artifacts}
-    problems.extend(benchmark_problems(benchmark, artifacts, registry.corpus_root, file=str(path)))
-    return benchmark, registry
+        return benchmark, None, None
+    problems.extend(benchmark_problems(benchmark, artifacts, corpus_root, file=str(path)))
+    return benchmark, registry, corpus_root
 
 
 def check_benchmark(path: Location, reader: InputReader | None = None) -> tuple[Benchmark, Registry]:
@@ -179,11 +347,37 @@ def check_benchmark(path: Location, reader: InputReader | None = None) -> tuple[
     Raises :class:`InputError` holding every problem of both files.
     """
     problems: list[Problem] = []
-    benchmark, registry = _benchmark_with_registry(path, problems, reader or InputReader())
+    reader = reader or InputReader()
+    benchmark, registry, _root = _benchmark_with_registry(path, problems, reader, _full_registry(reader))
     if problems:
         raise InputError(problems)
     assert benchmark is not None and registry is not None
     return benchmark, registry
+
+
+def _checked(
+    benchmark_path: Location, run_path: Location, reader: InputReader, load: _RegistryLoader[_R]
+) -> tuple[Benchmark, _R, IndexedRun]:
+    """The benchmark, its registry (loaded by ``load``) and the run, checked
+    together; raises :class:`InputError` with every problem of the three."""
+    problems: list[Problem] = []
+    benchmark, registry, corpus_root = _benchmark_with_registry(benchmark_path, problems, reader, load)
+    run = None
+    try:
+        run = load_run(run_path, reader)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if run is not None:
+        problems.extend(run.unkeyed)
+        problems.extend(run_header_problems(run.header, benchmark, corpus_root, file=str(run_path)))
+    if problems and run is not None:
+        # The run's records would otherwise be checked only after corpus
+        # verification: report their problems now, with the others.
+        problems.extend(_run_record_problems(run, benchmark))
+    if problems:
+        raise InputError(problems)
+    assert benchmark is not None and registry is not None and run is not None
+    return benchmark, registry, run
 
 
 def load_inputs(benchmark_path: Location, run_path: Location, reader: InputReader | None = None) -> EvaluationInputs:
@@ -196,26 +390,105 @@ def load_inputs(benchmark_path: Location, run_path: Location, reader: InputReade
     run's records are checked while they are evaluated (:func:`evaluate`).
     """
     reader = reader or InputReader()
-    problems: list[Problem] = []
-    benchmark, registry = _benchmark_with_registry(benchmark_path, problems, reader)
-    run = None
-    try:
-        run = load_run(run_path, reader)
-    except InputError as exc:
-        problems.extend(exc.problems)
-    if run is not None:
-        problems.extend(run.unkeyed)
-        problems.extend(
-            run_header_problems(run.header, benchmark, registry.corpus_root if registry else None, file=str(run_path))
-        )
-    if problems and run is not None:
-        # The run's records would otherwise be checked only after corpus
-        # verification: report their problems now, with the others.
-        problems.extend(_run_record_problems(run, benchmark))
-    if problems:
-        raise InputError(problems)
-    assert benchmark is not None and registry is not None and run is not None
+    benchmark, registry, run = _checked(benchmark_path, run_path, reader, _full_registry(reader))
     return EvaluationInputs(benchmark=benchmark, registry=registry, run=run)
+
+
+def scan_inputs(
+    benchmark_path: Location,
+    run_path: Location,
+    reader: InputReader | None = None,
+    *,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+    spill_dir: str | None = None,
+) -> ScannedInputs:
+    """:func:`load_inputs` without holding the registry: the same checks and
+    the same problems (:class:`InputError`), but the registry is read as a
+    stream (:func:`~eceb_worker.engine.registry_scan.scan_registry`, ECEB-0.1
+    §5), keeping only its header, its re-hash plan (``shard_bytes``,
+    ``file_cost_bytes``: see :func:`~eceb_worker.engine.plan.plan_rehash`;
+    shards are byte ranges of the registry file, in its line order) and the
+    artifacts the benchmark's tasks name. Memory does not grow with the
+    registry's artifact count.
+
+    A registry whose lines are not in corpus-root order is read twice and
+    sorted in temporary files under ``spill_dir`` (by default a temporary
+    directory, removed afterwards). Raises ``StorageError`` when the storage
+    cannot be used.
+    """
+    reader = reader or InputReader()
+    if spill_dir is None:
+        with tempfile.TemporaryDirectory(prefix="eceb-registry-") as directory:
+            return scan_inputs(
+                benchmark_path,
+                run_path,
+                reader,
+                shard_bytes=shard_bytes,
+                file_cost_bytes=file_cost_bytes,
+                spill_dir=directory,
+            )
+    load = _scanned_registry(reader, spill_dir, shard_bytes, file_cost_bytes)
+    benchmark, (scan, location), run = _checked(benchmark_path, run_path, reader, load)
+    return ScannedInputs(benchmark=benchmark, run=run, registry=scan, registry_location=location)
+
+
+def load_run_inputs(
+    benchmark_path: Location, run_path: Location, corpus_root: str, reader: InputReader | None = None
+) -> RunInputs:
+    """Decode a benchmark and a run that were already checked together
+    (:func:`scan_inputs`), without reading the registry. ``corpus_root`` is
+    the registry's, as the check found it. Raises :class:`InputError` when
+    either does not decode (or changed, with ``reader`` pinning versions).
+    """
+    reader = reader or InputReader()
+    return RunInputs(
+        benchmark=load_benchmark(benchmark_path, reader), run=load_run(run_path, reader), corpus_root=corpus_root
+    )
+
+
+class _Selected(msgspec.Struct, frozen=True, gc=False):
+    artifact_id: str
+
+
+class _Selections(msgspec.Struct, frozen=True, gc=False):
+    """Just the artifacts an observation selected; other fields are skipped unread."""
+
+    selected_artifacts: tuple[_Selected, ...] = ()
+
+
+_SELECTIONS: Final = msgspec.json.Decoder(_Selections)
+
+
+def referenced_artifact_ids(benchmark: Benchmark, run: IndexedRun) -> set[str]:
+    """Every artifact id evaluating ``run`` against ``benchmark`` can look up
+    in the registry: those the tasks require or deny and those the
+    observations select (ECEB-0.1 §6, §8). An observation that does not
+    decode is skipped: its task has problems and is not evaluated."""
+    wanted = set(_named_artifacts(benchmark))
+    for items in run.observations.values():
+        for _index, raw in items:
+            try:
+                selections = _SELECTIONS.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                continue
+            wanted.update(s.artifact_id for s in selections.selected_artifacts)
+    return wanted
+
+
+def load_referenced_artifacts(
+    benchmark_path: Location, inputs: BenchmarkRun, reader: InputReader | None = None
+) -> dict[str, Artifact]:
+    """The artifacts of the benchmark's registry that evaluating ``inputs``
+    can look up (:func:`referenced_artifact_ids`), by id, read from a
+    registry already checked (:func:`scan_inputs`) as a stream: memory holds
+    those artifacts only. Raises :class:`InputError` when the registry
+    cannot be read or changed (with ``reader`` pinning versions), ``StorageError``.
+    """
+    reader = reader or InputReader()
+    location = reader.sibling(benchmark_path, inputs.benchmark.registry.path)
+    with reader.open(location) as stream:
+        return registry_artifacts(stream, referenced_artifact_ids(inputs.benchmark, inputs.run))
 
 
 def _run_record_problems(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
@@ -260,7 +533,7 @@ def evaluate(
     return evaluate_verified(inputs, verification.verified_count), verification
 
 
-def evaluation_task_ids(inputs: EvaluationInputs) -> list[str]:
+def evaluation_task_ids(inputs: BenchmarkRun) -> list[str]:
     """Every task id to evaluate, sorted: the benchmark's and the run's
     (:func:`~eceb_worker.engine.plan.plan_evaluation` cuts this list)."""
     return sorted({t.task_id for t in inputs.benchmark.tasks} | inputs.run.task_ids)
@@ -290,7 +563,7 @@ def evaluate_verified(
     return reduce_outcomes(inputs, outcomes, artifact_count)
 
 
-def reduce_outcomes(inputs: EvaluationInputs, outcomes: Iterable[TaskOutcome], artifact_count: int) -> Report:
+def reduce_outcomes(inputs: CheckedRun, outcomes: Iterable[TaskOutcome], artifact_count: int) -> Report:
     """Fold the map step's outcomes (of every shard, in any order) into the
     report; see :func:`~eceb_worker.engine.run_evaluation.reduce_evaluation`.
     Raises :class:`InputError` with every problem of the run's records.
@@ -302,7 +575,7 @@ def reduce_outcomes(inputs: EvaluationInputs, outcomes: Iterable[TaskOutcome], a
         return ReportInputs(
             benchmark_id=benchmark.benchmark_id,
             task_root=root,
-            corpus_root=inputs.registry.corpus_root,
+            corpus_root=inputs.corpus_root,
             artifact_count=artifact_count,
             run_id=run.header.run_id,
             run_digest=run_digest,

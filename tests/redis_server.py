@@ -4,7 +4,9 @@
 free port, without persistence (``--save '' --appendonly no``) and with a
 random password (so tests can check that no output shows it), waits until it
 answers PING, and stops it at the end of the session. If ``redis-server`` is
-not installed the fixture fails (never skips).
+not installed the fixture fails (never skips). :func:`running_redis` runs
+one for a block, optionally with an append-only file so that it can be
+restarted without losing data.
 
 :func:`celery_workers` starts ``celery -A eceb_worker.brokers.celery_app
 worker`` processes (prefork pool, one child each) against a broker URL and
@@ -19,18 +21,20 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eceb_worker.brokers.celery_app import worker_command
 from tests.s3_server import S3Server
 
-__all__ = ["CeleryWorkers", "RedisServer", "celery_workers", "redis_server"]
+__all__ = ["CeleryWorkers", "RedisServer", "TlsFiles", "celery_workers", "redis_server", "running_redis"]
 
 LOOPBACK = "127.0.0.1"
 INSTALL_HINT = "install redis-server (Debian package redis-server)"
@@ -41,22 +45,49 @@ WORKER_STOP_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
+class TlsFiles:
+    """A TLS server's certificate, key and the CA that issued the certificate (PEM files)."""
+
+    cert_path: Path
+    key_path: Path
+    ca_path: Path
+
+
+@dataclass(frozen=True)
 class RedisServer:
     """A running loopback Redis server.
 
     Attributes:
-        port: its TCP port on 127.0.0.1.
+        port: its TCP port on 127.0.0.1 (its TLS port when ``tls`` is set:
+            it then accepts TLS only).
         password: the password it requires (must never show in any output).
         log_path: the server's log.
+        tls: its certificate files, for a TLS server.
     """
 
     port: int
     password: str
     log_path: Path
+    tls: TlsFiles | None = None
+
+    @property
+    def ca_path(self) -> Path:
+        """The CA that issued a TLS server's certificate."""
+        assert self.tls is not None, "not a TLS server"
+        return self.tls.ca_path
 
     def url(self, db: int = 0) -> str:
-        """``redis://:PASSWORD@127.0.0.1:PORT/DB``."""
-        return f"redis://:{self.password}@{LOOPBACK}:{self.port}/{db}"
+        """``redis://:PASSWORD@127.0.0.1:PORT/DB`` (``rediss://`` for TLS)."""
+        scheme = "redis" if self.tls is None else "rediss"
+        return f"{scheme}://:{self.password}@{LOOPBACK}:{self.port}/{db}"
+
+    def client(self, db: int = 0) -> Any:
+        """A redis-py client (verifying a TLS server's certificate against its CA)."""
+        import redis
+
+        if self.tls is None:
+            return redis.Redis.from_url(self.url(db))
+        return redis.Redis.from_url(self.url(db), ssl_ca_certs=str(self.tls.ca_path))
 
 
 def _free_loopback_port() -> int:
@@ -66,10 +97,14 @@ def _free_loopback_port() -> int:
         return port
 
 
-def _pings(port: int, password: str) -> bool:
-    """True once the server answers AUTH and PING."""
+def _pings(port: int, password: str, ca_path: Path | None = None) -> bool:
+    """True once the server answers AUTH and PING (over verified TLS when ``ca_path`` is given)."""
     try:
-        with socket.create_connection((LOOPBACK, port), timeout=2) as sock:
+        with contextlib.ExitStack() as stack:
+            sock = stack.enter_context(socket.create_connection((LOOPBACK, port), timeout=2))
+            if ca_path is not None:
+                context = ssl.create_default_context(cafile=str(ca_path))
+                sock = stack.enter_context(context.wrap_socket(sock, server_hostname=LOOPBACK))
             sock.sendall(f"AUTH {password}\r\nPING\r\n".encode())
             answer = b""
             while answer.count(b"\r\n") < 2:
@@ -100,29 +135,55 @@ def _stop(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
     process.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A password-protected ``redis-server`` on 127.0.0.1, without persistence."""
+@contextlib.contextmanager
+def running_redis(
+    directory: Path, *, port: int | None = None, appendonly: bool = False, tls: TlsFiles | None = None
+) -> Iterator[RedisServer]:
+    """Run a password-protected ``redis-server`` on 127.0.0.1 until the block
+    ends; yields once it answers. ``port`` None picks a free one (retrying
+    when it was taken meanwhile). ``appendonly`` keeps an fsync-always
+    append-only file in ``directory``, so a restart on the same directory and
+    port keeps the data; otherwise nothing is kept. ``tls`` makes it accept
+    TLS only, with that certificate. Raises RuntimeError (with the end of the
+    server's log) if it does not come up.
+    """
     executable = shutil.which("redis-server")
     if executable is None:
-        pytest.fail(f"the broker tests need a Redis server: {INSTALL_HINT}", pytrace=False)
-    directory = tmp_path_factory.mktemp("redis-server")
+        raise RuntimeError(f"the broker tests need a Redis server: {INSTALL_HINT}")
     log_path = directory / "redis-server.log"
-    password = f"redis-pw-{secrets.token_hex(12)}"
-    for _attempt in range(START_ATTEMPTS):
-        port = _free_loopback_port()
+    password_file = directory / "password"
+    if not password_file.exists():
+        password_file.write_text(f"redis-pw-{secrets.token_hex(12)}")
+    password = password_file.read_text()
+    persistence = ["--appendonly", "yes", "--appendfsync", "always"] if appendonly else ["--appendonly", "no"]
+    for _attempt in range(START_ATTEMPTS if port is None else 1):
+        chosen = port if port is not None else _free_loopback_port()
+        listening = ["--port", str(chosen)]
+        if tls is not None:
+            listening = [
+                "--port",
+                "0",
+                "--tls-port",
+                str(chosen),
+                "--tls-cert-file",
+                str(tls.cert_path),
+                "--tls-key-file",
+                str(tls.key_path),
+                "--tls-ca-cert-file",
+                str(tls.ca_path),
+                "--tls-auth-clients",
+                "no",
+            ]
         with log_path.open("ab") as log:
             process = subprocess.Popen(
                 [
                     executable,
                     "--bind",
                     LOOPBACK,
-                    "--port",
-                    str(port),
+                    *listening,
                     "--save",
                     "",
-                    "--appendonly",
-                    "no",
+                    *persistence,
                     "--dir",
                     str(directory),
                     "--requirepass",
@@ -134,20 +195,33 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
-            if _pings(port, password):
+            if _pings(chosen, password, tls.ca_path if tls else None):
                 try:
-                    yield RedisServer(port=port, password=password, log_path=log_path)
+                    yield RedisServer(port=chosen, password=password, log_path=log_path, tls=tls)
                 finally:
                     _stop(process)
                 return
             time.sleep(0.05)
         _stop(process)
+        tail = _tail(log_path)
+        if tls is not None and "tls-port" in tail and ("Bad directive" in tail or "not supported" in tail.lower()):
+            raise RuntimeError(
+                "this redis-server was built without TLS: install one with TLS support (Debian's "
+                f"redis-server package has it); its log ends with:\n{tail}"
+            )
         # Probably the port was taken between probing and binding: try another.
-    pytest.fail(
-        f"redis-server did not answer on {LOOPBACK} after {START_ATTEMPTS} attempts; its log ends with:\n"
-        f"{_tail(log_path)}",
-        pytrace=False,
-    )
+    raise RuntimeError(f"redis-server did not answer on {LOOPBACK}; its log ends with:\n{_tail(log_path)}")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A password-protected ``redis-server`` on 127.0.0.1, without persistence."""
+    with contextlib.ExitStack() as stack:
+        try:
+            running = stack.enter_context(running_redis(tmp_path_factory.mktemp("redis-server")))
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield running
 
 
 @dataclass(frozen=True)
@@ -161,6 +235,15 @@ class CeleryWorkers:
 
     names: tuple[str, ...]
     log_paths: tuple[Path, ...]
+    pids: tuple[int, ...]
+
+    def pool_processes(self) -> list[int]:
+        """The process ids of the workers' pool children (the processes that run tasks)."""
+        children: list[int] = []
+        for pid in self.pids:
+            with contextlib.suppress(OSError):
+                children += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return children
 
     def logs(self) -> str:
         """Every worker's log so far."""
@@ -243,7 +326,7 @@ def celery_workers(
                 elif process.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"celery worker {name} did not start; its log ends with:\n{_tail(log_path)}")
             time.sleep(0.05)
-        yield CeleryWorkers(names=names, log_paths=log_paths)
+        yield CeleryWorkers(names=names, log_paths=log_paths, pids=tuple(p.pid for p in processes))
     finally:
         _stop_workers(processes)
 

@@ -7,9 +7,6 @@ writes from the same files, for any worker count and shard size.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,19 +17,11 @@ import pytest
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, OutputError
 from eceb_worker.storage.objects import ObjectStore, object_sibling
+from tests.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.redis_server import CeleryWorkers, RedisServer
 from tests.s3_server import S3Server, empty_bucket
 
-SEED = Path(__file__).resolve().parent.parent / "examples" / "enterprise-seed"
-WAIT_S = "60"
 TAMPERED = "policy/data-classification.md"
-
-
-def _upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
-    client = s3_server.client()
-    for name in ("benchmark.json", "run.json", "registry.jsonl"):
-        client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=(SEED / name).read_bytes())
-    s3_server.upload_tree(SEED / "corpus", bucket, f"{prefix}/corpus", threads=4)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +30,8 @@ def bucket(s3_server: S3Server) -> Iterator[str]:
     client = s3_server.client()
     name = f"eceb-dist-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
-    _upload_seed(s3_server, name, "seed")
-    _upload_seed(s3_server, name, "tampered")
+    upload_seed(s3_server, name, "seed")
+    upload_seed(s3_server, name, "tampered")
     client.put_object(Bucket=name, Key=f"tampered/corpus/{TAMPERED}", Body=b"edited after registration\n")
     yield name
     empty_bucket(client, name)
@@ -51,58 +40,7 @@ def bucket(s3_server: S3Server) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def expected_report(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    out = tmp_path_factory.mktemp("embedded") / "report.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eceb_cli",
-            "evaluate",
-            str(SEED / "benchmark.json"),
-            str(SEED / "run.json"),
-            "--corpus",
-            str(SEED / "corpus"),
-            "--workers",
-            "1",
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == exit_codes.TASKS_FAILED, result.stderr
-    return out.read_bytes()
-
-
-def dist(redis_server: RedisServer, s3_server: S3Server, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ECEB_BROKER_URL": redis_server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url}
-    env.pop("ECEB_RESULT_BACKEND", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "eceb_cli.dist", *args], capture_output=True, text=True, env=env, check=False
-    )
-    for secret in (redis_server.password, *s3_server.secrets):
-        assert secret not in result.stdout + result.stderr
-    return result
-
-
-def submit(redis_server: RedisServer, s3_server: S3Server, prefix: str, out: str, *options: str) -> str:
-    result = dist(
-        redis_server,
-        s3_server,
-        "submit",
-        f"{prefix}/benchmark.json",
-        f"{prefix}/run.json",
-        "--corpus",
-        f"{prefix}/corpus",
-        "--out",
-        out,
-        *options,
-    )
-    assert result.returncode == 0, result.stderr
-    job_id = result.stdout.strip()
-    assert len(job_id) == 32
-    return job_id
+    return embedded_report(tmp_path_factory.mktemp("embedded"))
 
 
 @pytest.mark.parametrize(
@@ -175,22 +113,52 @@ def test_missing_input_fails_as_bad_input(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
     out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    # Refused at submission, every missing input named.
     result = dist(
         redis_server,
         s3_server,
         "submit",
-        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/no-such-benchmark.json",
         f"s3://{bucket}/seed/no-such-run.json",
         "--corpus",
         f"s3://{bucket}/seed/corpus",
         "--out",
         out,
     )
-    assert result.returncode == 0, result.stderr
-    waited = dist(redis_server, s3_server, "wait", result.stdout.strip(), "--timeout", WAIT_S)
+    assert result.returncode == exit_codes.BAD_INPUT, result.stderr
+    assert f"s3://{bucket}/seed/no-such-benchmark.json: cannot read: no such object" in result.stderr
+    assert f"s3://{bucket}/seed/no-such-run.json: cannot read: no such object" in result.stderr
+    assert result.stdout == ""
+    # The registry the benchmark names is only read by the job.
+    client = s3_server.client()
+    for name in ("benchmark.json", "run.json"):
+        client.copy_object(
+            Bucket=bucket, Key=f"no-registry/{name}", CopySource={"Bucket": bucket, "Key": f"seed/{name}"}
+        )
+    job_id = submit(redis_server, s3_server, f"s3://{bucket}/no-registry", out)
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
     assert waited.returncode == exit_codes.BAD_INPUT, waited.stderr
-    assert f"s3://{bucket}/seed/no-such-run.json: cannot read: no such object" in waited.stderr
+    assert f"s3://{bucket}/no-registry/registry.jsonl: cannot read: no such object" in waited.stderr
     assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_unwritable_output_is_refused_at_submission(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str
+) -> None:
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/run.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+        "--out",
+        "s3://eceb-no-such-bucket-for-reports/report.json",
+    )
+    assert result.returncode == exit_codes.OUTPUT, result.stderr
+    assert "s3://eceb-no-such-bucket-for-reports/report.json: no such bucket" in result.stderr
+    assert result.stdout == ""
 
 
 def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_server: S3Server) -> None:
@@ -243,7 +211,9 @@ def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server:
 
     store = JobStore(redis.Redis.from_url(redis_server.url()))
     job_id = uuid.uuid4().hex
-    store.update(job_id, phase="verifying", rehash_total=3, rehash_done=1, out="s3://b/report.json")
+    store.update(job_id, phase="verifying", rehash_total=3, out="s3://b/report.json")
+    store.advance(job_id, "rehash_done", 1)
+    store.advance(job_id, "rehash_done", 1)  # delivered twice, counted once
     status = dist(redis_server, s3_server, "status", job_id)
     assert "verifying; re-hash shards 1/3" in status.stdout
     cancelled = dist(redis_server, s3_server, "cancel", job_id)

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 import unicodedata
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,9 @@ from jsonschema import Draft202012Validator
 
 from eceb_cli import exit_codes
 from eceb_cli.main import main
-from tests.s3_server import S3Server
+from tests.dist_support import dist
+from tests.redis_server import RedisServer, celery_workers
+from tests.s3_server import S3Server, empty_bucket
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "public-eng-mix"
@@ -177,13 +181,71 @@ def test_report_validates_against_its_schema(disk_report: tuple[int, str, Path])
     assert code == exit_codes.OK, output
 
 
+@pytest.fixture(scope="module")
+def example_bucket(s3_server: S3Server, corpus: Path) -> Iterator[str]:
+    """A bucket holding the example's benchmark, run and registry under
+    ``public-eng-mix/`` and the real corpus under ``public-eng-mix/files/``."""
+    client = s3_server.client()
+    name = f"eceb-public-eng-mix-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    assert len(s3_server.upload_tree(corpus, name, "public-eng-mix/files")) == 2419
+    for file in ("benchmark.json", "run.json", "registry.jsonl"):
+        client.put_object(Bucket=name, Key=f"public-eng-mix/{file}", Body=(EXAMPLE / file).read_bytes())
+    yield name
+    empty_bucket(client, name)
+    client.delete_bucket(Bucket=name)
+
+
 def test_same_report_bytes_from_s3(
-    disk_report: tuple[int, str, Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path, corpus: Path
+    disk_report: tuple[int, str, Path], s3_server: S3Server, example_bucket: str, tmp_path: Path
 ) -> None:
-    assert len(s3_server.upload_tree(corpus, s3_bucket, "public-eng-mix/files")) == 2419
     report = tmp_path / "report.json"
-    code, output = evaluate(f"s3://{s3_bucket}/public-eng-mix/files", report, "--endpoint-url", s3_server.endpoint_url)
+    code, output = evaluate(
+        f"s3://{example_bucket}/public-eng-mix/files", report, "--endpoint-url", s3_server.endpoint_url
+    )
     assert code == exit_codes.TASKS_FAILED, output
     assert report.read_bytes() == disk_report[2].read_bytes()
     for secret in s3_server.secrets:
         assert secret not in output
+
+
+def test_eceb_dist_on_two_workers_writes_the_same_report(
+    disk_report: tuple[int, str, Path],
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    example_bucket: str,
+    tmp_path: Path,
+) -> None:
+    """The real-corpus example, stored in S3, submitted to two workers: the
+    report is the one ``eceb evaluate`` writes from disk, byte for byte."""
+    prefix = f"s3://{example_bucket}/public-eng-mix"
+    out = f"{prefix}/reports/{uuid.uuid4().hex}.json"
+    with celery_workers(redis_server.url(), 2, tmp_path / "workers") as workers:
+        submitted = dist(
+            redis_server,
+            s3_server,
+            "submit",
+            f"{prefix}/benchmark.json",
+            f"{prefix}/run.json",
+            "--corpus",
+            f"{prefix}/files",
+            "--out",
+            out,
+            "--shard-bytes",
+            "4000000",
+            "--shard-observations",
+            "40",
+        )
+        assert submitted.returncode == exit_codes.OK, submitted.stderr
+        job_id = submitted.stdout.strip()
+        waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", "120")
+        assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
+        assert f"17/20 tasks pass; report written to {out}" in waited.stdout
+        fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(tmp_path / "report.json"))
+        assert fetched.returncode == exit_codes.TASKS_FAILED, fetched.stderr
+        assert (tmp_path / "report.json").read_bytes() == disk_report[2].read_bytes()
+        status = dist(redis_server, s3_server, "status", job_id)
+        assert "failures 0" in status.stdout
+        # Both workers took part.
+        for log in workers.log_paths:
+            assert "eceb.job_rehash_shard" in log.read_text(encoding="utf-8")

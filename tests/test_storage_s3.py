@@ -4,21 +4,16 @@ jobs and the ``eceb corpus`` command line, in process and as a subprocess."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 import blake3
 import pytest
@@ -32,6 +27,7 @@ from eceb_worker.errors import ArtifactMissing, ArtifactReadError, ArtifactUnrea
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.storage import StorageSpec
 from eceb_worker.storage.s3 import CHUNK_BYTES, STREAM_ATTEMPTS, S3Storage
+from tests.relays import CuttingRelay, RefusingRelay
 from tests.s3_server import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,87 +134,6 @@ def test_adapter_streams_objects_larger_than_a_chunk(s3_server: S3Server, s3_buc
     assert storage.hash_artifact("big.bin") == (len(body), digest(body))
 
 
-class CuttingRelay:
-    """A loopback TCP relay in front of the S3 server. The first ``cuts``
-    connections are closed after ``after`` bytes of response (the connection
-    breaks in the middle of a body); later ones are relayed faithfully."""
-
-    def __init__(self, upstream_url: str, *, cuts: int, after: int) -> None:
-        upstream = urlsplit(upstream_url)
-        assert upstream.hostname == "127.0.0.1"
-        assert upstream.port is not None
-        self._upstream = (upstream.hostname, upstream.port)
-        self._cuts = cuts
-        self._after = after
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self.connections = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.endpoint_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def __enter__(self) -> CuttingRelay:
-        self._spawn(self._serve)
-        return self
-
-    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        for sock in [self._listener, *self._sockets]:
-            _shut(sock)
-        for thread in self._threads:
-            thread.join(timeout=5)
-
-    def _spawn(self, target: Any, *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True)
-        self._threads.append(thread)
-        thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-            self._handle(client)
-
-    def _handle(self, client: socket.socket) -> None:
-        """Relay one connection, cutting its response if cuts are left."""
-        with self._lock:
-            cut = self._cuts > 0
-            self._cuts -= int(cut)
-        self._relay(client, self._after if cut else None)
-
-    def _relay(self, client: socket.socket, limit: int | None) -> None:
-        with self._lock:
-            upstream = socket.create_connection(self._upstream)
-            self._sockets += [client, upstream]
-        self._spawn(self._pump, client, upstream, None)
-        self._spawn(self._pump, upstream, client, limit)
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket, limit: int | None) -> None:
-        try:
-            with contextlib.suppress(OSError):
-                while limit is None or limit > 0:
-                    data = source.recv(65536)
-                    if not data:
-                        break
-                    if limit is not None:
-                        data = data[:limit]
-                        limit -= len(data)
-                    sink.sendall(data)
-        finally:
-            _shut(source)
-            _shut(sink)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    sock.close()
-
-
 def test_adapter_reads_again_when_the_body_breaks_off(s3_server: S3Server, s3_bucket: str) -> None:
     body = bytes(range(256)) * (3 * CHUNK_BYTES // 256)
     s3_server.client().put_object(Bucket=s3_bucket, Key="big file.bin", Body=body)
@@ -235,49 +150,6 @@ def test_adapter_reads_again_when_the_body_breaks_off(s3_server: S3Server, s3_bu
         ):
             storage.hash_artifact("big file.bin")
         assert relay.connections == STREAM_ATTEMPTS
-
-
-class RefusingRelay(CuttingRelay):
-    """A loopback relay that answers its first ``refusals`` connections itself:
-    ``slowdown`` (HTTP 503 with S3's SlowDown error), ``internal`` (HTTP 500
-    InternalError) or ``reset`` (the connection is reset before any answer);
-    later connections are relayed to the S3 server."""
-
-    def __init__(self, upstream_url: str, *, refusals: int, how: str) -> None:
-        super().__init__(upstream_url, cuts=0, after=0)
-        self._refusals = refusals
-        self._how = how
-
-    def _handle(self, client: socket.socket) -> None:
-        with self._lock:
-            refuse = self._refusals > 0
-            self._refusals -= int(refuse)
-        if refuse:
-            self._spawn(self._refuse, client)
-        else:
-            self._relay(client, None)
-
-    def _refuse(self, client: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            client.recv(65536)  # the request line and headers
-            if self._how == "reset":
-                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            else:
-                status, code = (
-                    ("503 Slow Down", "SlowDown")
-                    if self._how == "slowdown"
-                    else (
-                        "500 Internal Server Error",
-                        "InternalError",
-                    )
-                )
-                body = f"<Error><Code>{code}</Code><Message>try again</Message></Error>".encode()
-                client.sendall(
-                    f"HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\n"
-                    f"Connection: close\r\n\r\n".encode()
-                    + body
-                )
-        client.close()
 
 
 @pytest.mark.parametrize("how", ["slowdown", "internal", "reset"])

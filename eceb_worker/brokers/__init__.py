@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from typing import Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 __all__ = ["REDACTED", "redact_url"]
 
@@ -40,13 +40,21 @@ def _redact_one(url: str) -> str:
         userinfo, _, host = netloc.rpartition("@")
         user, has_password, _password = userinfo.partition(":")
         netloc = f"{user}:{REDACTED}@{host}" if has_password else f"{REDACTED}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(name, REDACTED if _SECRET_PARAMETER.search(name) else value) for name, value in pairs], safe="*"
-        )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, _redact_query(parts.query), parts.fragment))
+
+
+def _redact_query(query: str) -> str:
+    """``query`` as written, with the value of each parameter named like a
+    secret replaced (the others, such as ``ssl_ca_certs=/etc/ca.pem``, stay
+    readable)."""
+    pieces = []
+    for piece in query.split("&"):
+        name, sep, _value = piece.partition("=")
+        if _SECRET_PARAMETER.search(unquote_plus(name)):
+            pieces.append(f"{name}={REDACTED}" if sep else REDACTED)
+        else:
+            pieces.append(piece)
+    return "&".join(pieces)
 
 
 def redact_url(url: str) -> str:
@@ -60,5 +68,7 @@ def redact_url(url: str) -> str:
     'redis://:***@127.0.0.1:6379/0'
     >>> redact_url("redis://user:hunter2@127.0.0.1:6379/0?password=x&db=1")
     'redis://user:***@127.0.0.1:6379/0?password=***&db=1'
+    >>> redact_url("rediss://:hunter2@redis.internal:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/ca.pem")
+    'rediss://:***@redis.internal:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/ca.pem'
     """
     return ";".join(_redact_one(part) for part in url.split(";"))

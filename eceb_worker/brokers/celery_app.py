@@ -22,11 +22,27 @@ Configuration, from :func:`make_app`'s arguments or else the environment:
                                (default 1000)
 ``ECEB_TASK_MAX_RETRIES``      retries of a shard whose storage failed as a whole
                                (default 3, with exponential back-off up to 60 s)
+``ECEB_REDIS_CA_CERTS``        PEM file of the certificate authorities that sign a TLS
+                               Redis server's certificate (``rediss://`` URLs), trusted
+                               besides the system's (default: the system's only)
 =============================  ==========================================================
+
+Redis over TLS: give the broker and the result backend as ``rediss://`` URLs,
+with the password in the URL (``rediss://:PASSWORD@host:6380/0``) and the CA
+bundle in ``ECEB_REDIS_CA_CERTS`` (the URL's own ``?ssl_ca_certs=/path`` query
+parameter works too). The server's certificate is always verified, and its
+name must match the URL's host: kombu's default for a ``rediss://`` broker URL
+without TLS settings would skip that check, so :func:`make_app` sets
+``broker_use_ssl`` and ``redis_backend_use_ssl`` itself, and refuses a URL
+whose query turns verification off (``ssl_cert_reqs`` other than
+``required``, ``ssl_check_hostname=false``).
 
 Delivery is at least once: a task is acknowledged only after it ran
 (``task_acks_late``) and is redelivered when its worker process dies
-(``task_reject_on_worker_lost``). Re-hashing a shard twice is harmless.
+(``task_reject_on_worker_lost``). Re-hashing a shard twice is harmless, and
+a job counts each shard once (:mod:`eceb_worker.brokers.jobs`). A task
+running while the broker connection is lost (a Redis restart) runs to its
+end; its message is delivered again after the visibility timeout.
 
 Worker processes are forked (``--pool prefork``) from a parent that never
 hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
@@ -37,9 +53,11 @@ adapter on its first task.
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any, Final
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 from celery import Celery
@@ -54,11 +72,13 @@ __all__ = [
     "DEFAULT_MAX_TASKS_PER_CHILD",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "QUEUE",
+    "REDIS_CA_CERTS_ENV",
     "REHASH_TASK",
     "RESULT_EXPIRES_S",
     "RehashMessage",
     "app",
     "make_app",
+    "redis_tls_options",
     "rehash_shard",
 ]
 
@@ -73,6 +93,8 @@ RESULT_EXPIRES_S: Final = 24 * 3600
 """Results are kept one day: long enough for any caller to collect them,
 short enough that an abandoned run does not fill the backend."""
 RETRY_BACKOFF_MAX_S: Final = 60
+REDIS_CA_CERTS_ENV: Final = "ECEB_REDIS_CA_CERTS"
+"""The environment variable naming the CA bundle for ``rediss://`` URLs."""
 
 
 class RehashMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -156,6 +178,47 @@ def _positive(value: int | None, name: str, default: int) -> int:
     return value
 
 
+_VERIFYING_CERT_REQS: Final = frozenset({"required", "CERT_REQUIRED"})
+_FALSE: Final = frozenset({"false", "0", "no", "off", ""})
+
+
+def redis_tls_options(url: str, what: str, ca_certs: str | None) -> dict[str, Any] | None:
+    """The TLS settings (``broker_use_ssl`` / ``redis_backend_use_ssl``) for
+    ``url``: None unless it is a ``rediss://`` URL (or a ``;``-separated list
+    holding one), else certificate verification on, with the CA bundle
+    ``ca_certs`` when given.
+
+    Raises ValueError, naming ``what`` but never repeating the URL (it holds
+    the password), when the URL's query turns verification off or
+    ``ca_certs`` is not a file.
+    """
+    parts = url.split(";")
+    try:
+        splits = [urlsplit(part) for part in parts]
+    except ValueError:
+        return None  # Celery reports the malformed URL (redacted) when it connects
+    if not any(split.scheme == "rediss" for split in splits):
+        return None
+    for split in splits:
+        for name, value in parse_qsl(split.query, keep_blank_values=True):
+            if name == "ssl_cert_reqs" and value not in _VERIFYING_CERT_REQS:
+                raise ValueError(
+                    f"{what}: ssl_cert_reqs={value} would not verify the Redis server's certificate; "
+                    f"use ssl_cert_reqs=required (or leave it out) and give the CA bundle in {REDIS_CA_CERTS_ENV}"
+                )
+            if name == "ssl_check_hostname" and value.strip().lower() in _FALSE:
+                raise ValueError(
+                    f"{what}: ssl_check_hostname={value} would accept a certificate issued to another host; "
+                    "leave it out"
+                )
+    options: dict[str, Any] = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    if ca_certs:
+        if not os.path.isfile(ca_certs):
+            raise ValueError(f"{REDIS_CA_CERTS_ENV}: no such file: {ca_certs}")
+        options["ssl_ca_certs"] = ca_certs
+    return options
+
+
 def make_app(
     broker_url: str | None = None,
     backend_url: str | None = None,
@@ -163,15 +226,28 @@ def make_app(
     visibility_timeout: int | None = None,
     max_tasks_per_child: int | None = None,
     max_retries: int | None = None,
+    redis_ca_certs: str | None = None,
 ) -> Celery:
     """A configured Celery application with eceb's tasks registered.
 
     Each argument left out comes from the environment (see the module's
     documentation), then from the defaults; the backend defaults to the
-    broker. Raises ValueError for a setting that is not a positive integer.
+    broker. ``redis_ca_certs`` (``ECEB_REDIS_CA_CERTS``) is the CA bundle
+    that verifies a ``rediss://`` broker's and backend's certificate
+    (:func:`redis_tls_options`). Raises ValueError for a setting that is not
+    a positive integer, a CA bundle that is not a file, or a ``rediss://`` URL
+    that turns certificate verification off.
     """
     broker = _setting(broker_url, "ECEB_BROKER_URL", DEFAULT_BROKER_URL)
     backend = _setting(backend_url, "ECEB_RESULT_BACKEND", broker)
+    ca_certs = redis_ca_certs or os.environ.get(REDIS_CA_CERTS_ENV) or None
+    tls: dict[str, Any] = {}
+    broker_tls = redis_tls_options(broker, "the broker URL", ca_certs)
+    if broker_tls is not None:
+        tls["broker_use_ssl"] = broker_tls
+    backend_tls = redis_tls_options(backend, "the result backend URL", ca_certs)
+    if backend_tls is not None:
+        tls["redis_backend_use_ssl"] = backend_tls
     visibility = _positive(visibility_timeout, "ECEB_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT_S)
     per_child = _positive(max_tasks_per_child, "ECEB_MAX_TASKS_PER_CHILD", DEFAULT_MAX_TASKS_PER_CHILD)
     if max_retries is None:
@@ -195,7 +271,11 @@ def make_app(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        worker_cancel_long_running_tasks_on_connection_loss=True,
+        # A shard running while the broker connection drops runs to its end;
+        # its message, not acknowledged, is delivered again after the
+        # visibility timeout, and running a shard twice changes nothing.
+        # (Cancelling it instead would fail the chord waiting for it.)
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_transport_options={"visibility_timeout": visibility},
         broker_connection_retry_on_startup=True,
         result_expires=RESULT_EXPIRES_S,
@@ -204,6 +284,8 @@ def make_app(
         task_ignore_result=False,
         enable_utc=True,
         timezone="UTC",
+        # Redis over TLS (rediss://): the server's certificate is verified.
+        **tls,
     )
     application.task(
         name=REHASH_TASK,

@@ -23,7 +23,14 @@ import msgspec
 
 from eceb_worker.engine.artifacts import Artifact
 
-__all__ = ["CORPUS_ROOT_DOMAIN", "canonical_record", "canonical_records", "corpus_root", "corpus_root_of_sorted"]
+__all__ = [
+    "CORPUS_ROOT_DOMAIN",
+    "canonical_lines",
+    "canonical_record",
+    "canonical_records",
+    "corpus_root",
+    "corpus_root_of_sorted",
+]
 
 CORPUS_ROOT_DOMAIN: Final = b"symgliph:eceb:corpus:v0.1\x00"
 
@@ -58,6 +65,16 @@ def canonical_record(artifact: Artifact) -> bytes:
     return _ENCODER.encode(artifact.root_record())
 
 
+def canonical_lines(artifacts: Sequence[Artifact]) -> bytes:
+    """:func:`canonical_record` of each artifact, in order, each followed by
+    ``"\\n"``: the bytes these records add to the corpus root's hash input
+    when they come in this order. ``b""`` for no artifacts.
+    """
+    return _ENCODER.encode_lines(
+        [_RootRecord(a.artifact_id, a.classification, a.kind, a.path, a.source_digest) for a in artifacts]
+    )
+
+
 def canonical_records(artifacts: Sequence[Artifact]) -> list[bytes]:
     """:func:`canonical_record` of each artifact, in order, byte for byte.
 
@@ -66,10 +83,7 @@ def canonical_records(artifacts: Sequence[Artifact]) -> list[bytes]:
     """
     if not artifacts:
         return []
-    lines = _ENCODER.encode_lines(
-        [_RootRecord(a.artifact_id, a.classification, a.kind, a.path, a.source_digest) for a in artifacts]
-    )
-    return lines.split(b"\n")[:-1]
+    return canonical_lines(artifacts).split(b"\n")[:-1]
 
 
 def corpus_root_of_sorted(records: Iterable[bytes]) -> str:

@@ -33,7 +33,18 @@ from eceb_worker.engine.validation import decode_lenient, record_problems
 from eceb_worker.engine.vocabulary import REGISTRY_SCHEMA
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["Registry", "build_registry", "read_registry", "registry_lines"]
+__all__ = [
+    "PORTABLE_PATH",
+    "Registry",
+    "artifact_line",
+    "build_registry",
+    "duplicate_problem",
+    "empty_registry_problem",
+    "header_line",
+    "header_problems",
+    "read_registry",
+    "registry_lines",
+]
 
 _HEADER_DECODER: Final = msgspec.json.Decoder(RegistryHeader)
 _ARTIFACT_DECODER: Final = msgspec.json.Decoder(Artifact)
@@ -41,7 +52,8 @@ _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 # A segment: no separator, control character or surrogate, and not '.' or '..'.
 _SEGMENT: Final = r"(?!\.\.?(?:/|\Z))[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+"
 # A portable path (see eceb_worker.engine.paths): segments joined by '/', no drive letter.
-_PORTABLE_PATH: Final = re.compile(rf"(?![A-Za-z]:){_SEGMENT}(?:/{_SEGMENT})*")
+PORTABLE_PATH: Final = re.compile(rf"(?![A-Za-z]:){_SEGMENT}(?:/{_SEGMENT})*")
+"""Matches (``fullmatch``) exactly the portable paths of :func:`~eceb_worker.engine.paths.path_problems`."""
 
 
 class Registry(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,7 +75,7 @@ class Registry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _path_ok(path: str) -> bool:
-    return _PORTABLE_PATH.fullmatch(path) is not None
+    return PORTABLE_PATH.fullmatch(path) is not None
 
 
 def build_registry(artifacts: Iterable[Artifact]) -> Registry:
@@ -95,6 +107,9 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     and duplicate ``path``; then the header's ``artifact_count`` and
     ``corpus_root`` against the lines. Raises :class:`InputError` holding
     every problem found; returns the :class:`Registry` otherwise.
+
+    The whole file is read into memory; :func:`~eceb_worker.engine.registry_scan.scan_registry`
+    checks a registry of any size with bounded memory and reports the same problems.
     """
     data = stream.read()
     registry = _read_well_formed(data)
@@ -105,91 +120,123 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     header: RegistryHeader | None = None
     first = next(lines, None)
     if first is None:
-        raise InputError([Problem(file=name, message="is empty: a registry starts with its header line")])
+        raise InputError([empty_registry_problem(name)])
     number, raw = first
-    try:
-        header = _HEADER_DECODER.decode(raw)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        problems.extend(
-            record_problems(
-                raw, "registry-header-v0.1.json", file=name, record=f"line {number} (header)", decode_error=str(exc)
-            )
-        )
+    header, found = header_line(raw, number, name)
+    problems.extend(found)
 
     artifacts: list[Artifact] = []
     first_line_of_id: dict[str, int] = {}
     first_line_of_path: dict[str, int] = {}
     for number, raw in lines:
-        where = f"line {number}"
-        artifact: Artifact | None
-        try:
-            artifact = _ARTIFACT_DECODER.decode(raw)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            found = record_problems(raw, "artifact-v0.1.json", file=name, record=where, decode_error=str(exc))
-            problems.extend(found)
-            artifact = None
-            path = _raw_path(raw)
-            skip_utf8 = any(p.field == "path" for p in found)
-        else:
-            path = artifact.path
-            skip_utf8 = False
-        if path is not None and not _path_ok(path):
-            problems.extend(
-                Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")
-                for reason in path_problems(path)
-                if not (skip_utf8 and reason.startswith("is not valid UTF-8"))
-            )
+        artifact, found = artifact_line(raw, number, name)
+        problems.extend(found)
         if artifact is None:
             continue
         seen = first_line_of_id.setdefault(artifact.artifact_id, number)
         if seen != number:
-            problems.append(
-                Problem(
-                    file=name,
-                    record=where,
-                    field="artifact_id",
-                    message=f"duplicate artifact_id {artifact.artifact_id!r} (first on line {seen})",
-                )
-            )
+            problems.append(duplicate_problem(name, number, "artifact_id", artifact.artifact_id, seen))
         seen = first_line_of_path.setdefault(artifact.path, number)
         if seen != number:
-            problems.append(
-                Problem(
-                    file=name,
-                    record=where,
-                    field="path",
-                    message=f"duplicate path {artifact.path!r} (first on line {seen})",
-                )
-            )
+            problems.append(duplicate_problem(name, number, "path", artifact.path, seen))
         artifacts.append(artifact)
 
     if problems:
         raise InputError(problems)
     assert header is not None
     registry = build_registry(artifacts)
-    if header.artifact_count != registry.header.artifact_count:
+    problems = header_problems(header, registry.header.artifact_count, registry.header.corpus_root, name)
+    if problems:
+        raise InputError(problems)
+    return registry
+
+
+def empty_registry_problem(name: str) -> Problem:
+    """The problem of a registry file with no line but blank ones (ECEB-0.1 §5)."""
+    return Problem(file=name, message="is empty: a registry starts with its header line")
+
+
+def header_line(raw: bytes, number: int, name: str) -> tuple[RegistryHeader | None, list[Problem]]:
+    """Decode the header line ``raw`` (line ``number`` of registry ``name``).
+
+    Returns the header, or ``None`` and every problem of the line (against
+    ``schema/registry-header-v0.1.json``), as :func:`read_registry` reports them.
+    """
+    try:
+        return _HEADER_DECODER.decode(raw), []
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return None, record_problems(
+            raw, "registry-header-v0.1.json", file=name, record=f"line {number} (header)", decode_error=str(exc)
+        )
+
+
+def artifact_line(raw: bytes, number: int, name: str) -> tuple[Artifact | None, list[Problem]]:
+    """Decode the artifact line ``raw`` (line ``number`` of registry ``name``, ECEB-0.1 §5).
+
+    Returns the artifact (``None`` when the line does not decode) and every
+    problem of the line: schema problems (against ``schema/artifact-v0.1.json``)
+    and non-portable path problems, worded and ordered as :func:`read_registry`
+    reports them. An artifact whose path is not portable is returned with
+    its problems (it still takes part in duplicate detection).
+    """
+    where = f"line {number}"
+    problems: list[Problem] = []
+    artifact: Artifact | None
+    try:
+        artifact = _ARTIFACT_DECODER.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        found = record_problems(raw, "artifact-v0.1.json", file=name, record=where, decode_error=str(exc))
+        problems.extend(found)
+        artifact = None
+        path = _raw_path(raw)
+        skip_utf8 = any(p.field == "path" for p in found)
+    else:
+        path = artifact.path
+        skip_utf8 = False
+    if path is not None and not _path_ok(path):
+        problems.extend(
+            Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")
+            for reason in path_problems(path)
+            if not (skip_utf8 and reason.startswith("is not valid UTF-8"))
+        )
+    return artifact, problems
+
+
+def duplicate_problem(name: str, number: int, field: str, value: str, first: int) -> Problem:
+    """The problem of line ``number`` repeating the ``field`` (``artifact_id``
+    or ``path``) ``value`` first listed on line ``first``."""
+    return Problem(
+        file=name,
+        record=f"line {number}",
+        field=field,
+        message=f"duplicate {field} {value!r} (first on line {first})",
+    )
+
+
+def header_problems(header: RegistryHeader, artifact_count: int, corpus_root: str, name: str) -> list[Problem]:
+    """Problems of a header whose ``artifact_count`` or ``corpus_root``
+    differs from those of the lines (``artifact_count`` artifacts whose
+    recomputed corpus root, ECEB-0.1 §5, is ``corpus_root``)."""
+    problems: list[Problem] = []
+    if header.artifact_count != artifact_count:
         problems.append(
             Problem(
                 file=name,
                 record="line 1 (header)",
                 field="artifact_count",
-                message=(
-                    f"declares {header.artifact_count} artifacts but the file lists {registry.header.artifact_count}"
-                ),
+                message=f"declares {header.artifact_count} artifacts but the file lists {artifact_count}",
             )
         )
-    if header.corpus_root != registry.header.corpus_root:
+    if header.corpus_root != corpus_root:
         problems.append(
             Problem(
                 file=name,
                 record="line 1 (header)",
                 field="corpus_root",
-                message=f"declares {header.corpus_root} but the listed artifacts give {registry.header.corpus_root}",
+                message=f"declares {header.corpus_root} but the listed artifacts give {corpus_root}",
             )
         )
-    if problems:
-        raise InputError(problems)
-    return registry
+    return problems
 
 
 def _read_well_formed(data: bytes) -> Registry | None:
@@ -225,7 +272,7 @@ def _read_well_formed(data: bytes) -> Registry | None:
     paths = [a.path for a in artifacts]
     valid = (
         len(artifacts) == count
-        and all(map(_PORTABLE_PATH.fullmatch, paths))
+        and all(map(PORTABLE_PATH.fullmatch, paths))
         and len(set(paths)) == count
         and len({a.artifact_id for a in artifacts}) == count
     )

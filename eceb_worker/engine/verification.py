@@ -12,7 +12,7 @@ turns its result into the shard's findings where the registry is at hand.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -71,7 +71,7 @@ class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
         start, end: the shard's artifact range in the registry.
         checked: artifacts re-hashed (= ``end - start``).
         bytes_hashed: source bytes read and hashed.
-        findings: artifacts that failed, in registry order.
+        findings: artifacts that failed, in the order of the shard's artifacts.
     """
 
     start: int
@@ -256,10 +256,25 @@ def shard_verification(artifacts: Sequence[Artifact], checked: DigestCheck, *, s
     )
 
 
+_ID_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _finding_order(finding: Finding) -> bytes:
+    """A finding's place in the report: its ``artifact_id`` as JSON, the
+    prefix that orders canonical records (see docs/INTERPRETATIONS.md, "Order
+    of verification findings")."""
+    return _ID_ENCODER.encode(finding.artifact_id)
+
+
 def reduce_verification(
     shards: Iterable[ShardVerification], *, corpus_root: str, artifact_count: int, source: str
 ) -> VerificationReport:
     """Fold shard results, in any order, into the corpus's report.
+
+    Findings are put in canonical order, by the JSON encoding of their
+    ``artifact_id`` (bytewise): for a registry's unique ids that is its
+    corpus-root order (ECEB-0.1 §5), whatever order the registry file lists
+    them in and however the shards cut it, so the report is the same bytes.
 
     Raises ValueError unless the shards cover ``0..artifact_count`` exactly
     once (a lost or duplicated shard must never yield a report).
@@ -272,7 +287,7 @@ def reduce_verification(
         position = shard.end
     if position != artifact_count:
         raise ValueError(f"shards cover {position} of {artifact_count} artifacts")
-    findings = tuple(f for shard in ordered for f in shard.findings)
+    findings = tuple(sorted((f for shard in ordered for f in shard.findings), key=_finding_order))
     return VerificationReport(
         schema=VERIFICATION_SCHEMA,
         corpus_root=corpus_root,

@@ -8,6 +8,8 @@ may embed credentials).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import posixpath
 import uuid
 from typing import Any, Final
@@ -20,6 +22,10 @@ from eceb_worker.storage.s3 import make_s3_client, parse_s3_url
 __all__ = ["ObjectStore", "is_s3_url", "object_sibling", "split_object_url"]
 
 _MISSING: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+_STREAM_RESUMES: Final = 3
+"""Times a stream (:meth:`ObjectStore.open`) whose connection breaks is
+resumed where it broke off, by a ranged read of the same version."""
+_READ_ERRORS: Final = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
 _CHANGED: Final = frozenset({"PreconditionFailed", "412"})
 
 
@@ -100,6 +106,68 @@ class ObjectStore:
             raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
         return data, found
 
+    def open(
+        self, url: str, *, etag: str | None = None, buffer_bytes: int = 1024 * 1024
+    ) -> tuple[io.BufferedReader, str]:
+        """A stream of the object's bytes (read as they are consumed, never
+        held whole) and its ETag. With ``etag``, only that version is
+        accepted (a changed object is bad input).
+
+        Raises :class:`InputError` naming the object when it does not exist
+        or changed, ``StorageError`` when the storage cannot be used; reading
+        the stream raises ``StorageError`` when the connection fails midway.
+        """
+        try:
+            bucket, key = split_object_url(url)
+        except ValueError as exc:
+            raise InputError([Problem(file=url, message=str(exc))]) from None
+        extra = {"IfMatch": etag} if etag else {}
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=key, **extra)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+            raise self._fail(url, exc) from None
+        found = str(response.get("ETag", ""))
+        if etag and found != etag:
+            response["Body"].close()
+            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
+
+        def resume(position: int) -> Any:
+            try:
+                return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={position}-", IfMatch=found)[
+                    "Body"
+                ]
+            except _READ_ERRORS as exc:
+                raise self._fail(url, exc) from None
+
+        body = _ObjectBody(response["Body"], url, self._fail, resume)
+        return io.BufferedReader(body, buffer_size=buffer_bytes), found
+
+    def get_range(self, url: str, start: int, end: int, *, etag: str | None = None) -> bytes:
+        """Bytes ``[start, end)`` of the object (one ranged GET; ``start < end``).
+        With ``etag``, only that version is accepted (a changed object is bad input).
+
+        Raises :class:`InputError` naming the object when it does not exist
+        or changed, ``StorageError`` when the storage cannot be used or the
+        object is shorter than ``end``; ValueError for an empty or negative range.
+        """
+        if not 0 <= start < end:
+            raise ValueError(f"not a byte range: [{start}, {end})")
+        try:
+            bucket, key = split_object_url(url)
+        except ValueError as exc:
+            raise InputError([Problem(file=url, message=str(exc))]) from None
+        extra = {"IfMatch": etag} if etag else {}
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **extra)
+            data: bytes = response["Body"].read()
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+            raise self._fail(url, exc) from None
+        if etag and str(response.get("ETag", "")) != etag:
+            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
+        if len(data) != end - start:
+            raise StorageError(f"{url}: asked for bytes {start}..{end - 1}, got {len(data)} bytes")
+        return data
+
     def exists(self, url: str) -> bool:
         """True when the object exists; raises ``StorageError`` when that cannot be told."""
         bucket, key = split_object_url(url)
@@ -112,6 +180,25 @@ class ObjectStore:
         except (botocore.exceptions.BotoCoreError, OSError) as exc:
             raise self._fail(url, exc) from None
         return True
+
+    def check_writable(self, url: str) -> None:
+        """Check that an object can be written under ``url``'s bucket and
+        prefix, by writing and deleting an empty probe object beside it
+        (``.<name>.<random>.probe``). Raises :class:`OutputError` naming
+        ``url`` when it cannot (no such bucket, access denied, unreachable).
+        """
+        try:
+            bucket, key = split_object_url(url)
+        except ValueError as exc:
+            raise OutputError(str(exc)) from None
+        directory, name = posixpath.split(key)
+        probe = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.probe")
+        try:
+            self._client.put_object(Bucket=bucket, Key=probe, Body=b"")
+            self._client.delete_object(Bucket=bucket, Key=probe)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+            error = self._fail(url, exc, writing=True)
+            raise (error if isinstance(error, OutputError) else OutputError(str(error))) from None
 
     def put_atomic(self, url: str, data: bytes) -> None:
         """Write ``data`` under ``url`` so that a reader of ``url`` sees the old
@@ -138,3 +225,43 @@ class ObjectStore:
                 self._client.delete_object(Bucket=bucket, Key=temporary)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
             raise self._fail(url, exc, writing=True) from None
+
+
+class _ObjectBody(io.RawIOBase):
+    """An object's streaming body as a raw binary stream. A read that fails
+    is resumed from where it stopped (``resume(position)`` gives a new body),
+    then is a ``StorageError`` naming the object."""
+
+    def __init__(self, body: Any, url: str, fail: Any, resume: Any) -> None:
+        super().__init__()
+        self._body = body
+        self._url = url
+        self._fail = fail
+        self._resume = resume
+        self._position = 0
+        self._resumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        while True:
+            try:
+                data = self._body.read(len(view))
+                break
+            except _READ_ERRORS as exc:
+                if self._resumed >= _STREAM_RESUMES:
+                    raise self._fail(self._url, exc) from None
+                self._resumed += 1
+                with contextlib.suppress(Exception):
+                    self._body.close()
+                self._body = self._resume(self._position)
+        view[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._body.close()
+        super().close()
