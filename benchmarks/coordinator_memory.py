@@ -237,19 +237,18 @@ def child(params: dict[str, Any]) -> None:
 
     import msgspec
 
-    from eceb_worker.brokers.jobs import JobRehashMessage, RegistryRef
+    from eceb_worker.brokers.job_messages import JobRehashMessage, RegistryRef
     from eceb_worker.engine.plan import plan_evaluation
     from eceb_worker.engine.report import encode_report
     from eceb_worker.engine.run_evaluation import TaskOutcome, evaluate_tasks_of_run
     from eceb_worker.engine.verification import ShardVerification, reduce_verification
-    from eceb_worker.evaluate import (
+    from eceb_worker.evaluate import evaluation_task_ids, reduce_outcomes
+    from eceb_worker.inputs import (
         InputReader,
         RunInputs,
-        evaluation_task_ids,
         load_inputs,
         load_referenced_artifacts,
         load_run_inputs,
-        reduce_outcomes,
         scan_inputs,
     )
     from eceb_worker.storage import StorageSpec

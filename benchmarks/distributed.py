@@ -31,6 +31,9 @@ overhead is the extra time divided by the extra tasks), each
 * ``CeleryExecutor`` with 1 worker and with 2, in turn (worker 2 stops and
   resumes consuming the queue by Celery's remote control), so that both see
   the same machine conditions; one untimed warm-up run after the workers start.
+  As configured by default (consecutive shards sent together as tasks of up
+  to ``DEFAULT_TASK_BYTES``, told how many workers consume), and with one task
+  per shard (for comparison; the tiny-shard runs use only this).
 
 The page cache is warm for every timed run (``fincore`` shows how much of
 the corpus is resident). The coordinator (this process) and Redis are not
@@ -83,7 +86,7 @@ from synthetic import (
     log,
 )
 
-from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, plan_rehash
+from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, DEFAULT_TASK_BYTES, group_shards, plan_rehash
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
@@ -146,6 +149,8 @@ def _rusage() -> tuple[float, float]:
 
 @dataclass
 class Sample:
+    """One timed run: wall seconds, units handed out (shards in-process, tasks on Celery), CPU seconds by process."""
+
     seconds: float
     shards: int
     cpu: dict[str, float] = field(default_factory=dict)
@@ -265,8 +270,13 @@ def run_celery(executor: Any, registry: Any, spec: Any, shard_bytes: int, meter:
     after = meter.read()
     if not report.ok or report.verified_count != len(registry.artifacts):
         raise RuntimeError(f"verification failed: {len(report.findings)} findings")
-    shards = len(plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=shard_bytes))
-    return Sample(seconds, shards, {k: after[k] - before[k] for k in after})
+    shards = plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=shard_bytes)
+    tasks = (
+        len(shards)
+        if executor.task_bytes is None
+        else len(group_shards(shards, task_bytes=executor.task_bytes, workers=executor.workers))
+    )
+    return Sample(seconds, tasks, {k: after[k] - before[k] for k in after})
 
 
 @contextlib.contextmanager
@@ -370,6 +380,8 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
         "ip1": Config("ip1", f"in-process, 1 worker, pinned to CPU {allowed[0]}"),
         "c1": Config("c1", "Celery, 1 worker" + (f" (CPU {cpus[0]})" if cpus[0] is not None else "")),
         "c2": Config("c2", "Celery, 2 workers" + (f" (CPUs {cpus[0]}, {cpus[1]})" if cpus[1] is not None else "")),
+        "c1s": Config("c1s", "Celery, 1 worker, a task per shard"),
+        "c2s": Config("c2s", "Celery, 2 workers, a task per shard"),
     }
     cache_before = ""
     pinning: list[str] = []
@@ -380,7 +392,10 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
         url = server.url()
         client = redis.Redis.from_url(url)
         app = make_app(url, url)
-        executor = CeleryExecutor(app, timeout=3600)
+        # Default: shards sent together as tasks of up to DEFAULT_TASK_BYTES, sized for the
+        # workers consuming; for comparison and for the per-task overhead, one task per shard.
+        grouped = {n: CeleryExecutor(app, timeout=3600, workers=n) for n in (1, 2)}
+        per_shard = CeleryExecutor(app, timeout=3600, task_bytes=None)
         try:
             log(f"starting Celery workers 1 and 2 (CPUs {cpus[0]}, {cpus[1]}) ...")
             with (
@@ -394,7 +409,7 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
                     for pid in group.pids
                 ]
                 meter = CpuMeter(client, [first, second])
-                run_celery(executor, registry, spec, DEFAULT_SHARD_BYTES, meter)  # warm-up, both workers
+                run_celery(grouped[2], registry, spec, DEFAULT_SHARD_BYTES, meter)  # warm-up, both workers
                 for round_number in range(1, args.rounds + 1):
                     log(f"[round {round_number}/{args.rounds}] in-process executor, {len(allowed)} workers ...")
                     for shard_bytes, sample in run_inprocess(corpus, len(allowed), None, sequence):
@@ -406,10 +421,15 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
                         configs["ip1"].add(shard_bytes, sample)
                     log(f"[round {round_number}/{args.rounds}] Celery, 1 and 2 workers in turn ...")
                     for shard_bytes in sequence:
-                        consuming(app, second.names[0], on=False)
-                        configs["c1"].add(shard_bytes, run_celery(executor, registry, spec, shard_bytes, meter))
-                        consuming(app, second.names[0], on=True)
-                        configs["c2"].add(shard_bytes, run_celery(executor, registry, spec, shard_bytes, meter))
+                        tiny = shard_bytes != DEFAULT_SHARD_BYTES
+                        for workers in (1, 2):
+                            consuming(app, second.names[0], on=workers == 2)
+                            name = f"c{workers}"
+                            if not tiny:
+                                sample = run_celery(grouped[workers], registry, spec, shard_bytes, meter)
+                                configs[name].add(shard_bytes, sample)
+                            sample = run_celery(per_shard, registry, spec, shard_bytes, meter)
+                            configs[f"{name}s"].add(shard_bytes, sample)
                     bests = {name: config.best(DEFAULT_SHARD_BYTES) for name, config in configs.items()}
                     shown = ", ".join(f"{name} {best.seconds:.3f}" for name, best in bests.items() if best)
                     log(f"[round {round_number}/{args.rounds}]   best so far, default shards (s): {shown}")
@@ -471,7 +491,7 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
     )
     print()
     header = (
-        f"{'executor':<44} {'shard size':>10} {'shards':>7} {'best s':>7} {'median':>7} {'range s':>13} "
+        f"{'executor':<44} {'shard size':>10} {'tasks':>7} {'best s':>7} {'median':>7} {'range s':>13} "
         f"{'MB/s':>7} {'files/s':>8}"
     )
     print(header)
@@ -513,12 +533,20 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
         )
     if c1:
         print(
-            f"one default shard on one worker:                  {_ms(c1.seconds / c1.shards)} on average "
-            f"({result.total_bytes / c1.shards / MIB:.1f} MiB of files a shard)"
+            f"one task on one worker (default):                {_ms(c1.seconds / c1.shards)} on average "
+            f"({result.total_bytes / c1.shards / MIB:.1f} MiB of files a task)"
         )
     print()
-    print("per-task overhead (tiny shards vs default shards: extra time / extra tasks)")
-    for name in ("c1", "c2", "ip1", "ip"):
+    for workers in (1, 2):
+        grouped, per_shard = configs[f"c{workers}"].best(default), configs[f"c{workers}s"].best(default)
+        if grouped and per_shard:
+            print(
+                f"Celery {workers} worker(s), tasks of <= {DEFAULT_TASK_BYTES // MIB} MiB over a task per shard: "
+                f"{per_shard.seconds / grouped.seconds:.2f}x ({grouped.shards} vs {per_shard.shards} tasks)"
+            )
+    print()
+    print("per-task overhead (tiny shards vs default shards, a task per shard: extra time / extra tasks)")
+    for name in ("c1s", "c2s", "ip1", "ip"):
         config = configs[name]
         small, big = config.best(tiny), config.best(default)
         if small is None or big is None or small.shards == big.shards:

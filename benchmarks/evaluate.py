@@ -39,7 +39,8 @@ from eceb_worker.engine.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.evaluate import evaluate_verified, load_inputs
+from eceb_worker.evaluate import evaluate_verified
+from eceb_worker.inputs import load_inputs
 
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
 LADDER = (256, 512, 1024, 2048)

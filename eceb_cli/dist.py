@@ -23,11 +23,12 @@ from eceb_cli import exit_codes
 from eceb_cli.console import handle_errors, report_input_error
 from eceb_worker import __version__
 from eceb_worker.brokers import redact_url
-from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.engine.plan import DEFAULT_SHARD_OBSERVATIONS, DEFAULT_TASK_BYTES
 from eceb_worker.errors import InputError, Problem, StorageError
 
 if TYPE_CHECKING:
-    from eceb_worker.brokers.jobs import JobMessage
+    from eceb_worker.brokers.job_messages import JobMessage
+    from eceb_worker.storage.objects import ObjectStore
 
 __all__ = ["main"]
 
@@ -81,7 +82,7 @@ class _Cluster:
         except ValueError as exc:  # a setting is wrong; the message never repeats a URL
             raise click.UsageError(str(exc)) from None
         from eceb_worker.brokers.celery_executor import CeleryExecutor
-        from eceb_worker.brokers.jobs import JobStore
+        from eceb_worker.brokers.job_state import JobStore
 
         self.executor = CeleryExecutor(self.app)
         self.executor.check_connection()
@@ -100,7 +101,8 @@ class _Cluster:
 
 def _corpus(value: str) -> str:
     """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
-    (it is stored in the job's state and shown by ``status``)."""
+    (it is stored in the job's state and shown by ``status``); a directory is
+    an absolute path (workers resolve it, not the submitter)."""
     from eceb_worker.storage.objects import is_s3_url
     from eceb_worker.storage.s3 import parse_s3_url
 
@@ -109,18 +111,28 @@ def _corpus(value: str) -> str:
             parse_s3_url(value)
         except ValueError as exc:
             raise click.UsageError(f"--corpus: {exc}") from None
+    elif not os.path.isabs(value):
+        raise click.UsageError(
+            f"--corpus: {value!r} is a relative path; give the directory as an absolute path every worker sees "
+            "(or an s3://bucket/prefix URL)"
+        )
     return value
 
 
 def _object_url(value: str, what: str) -> str:
     from eceb_worker.storage.objects import split_object_url
 
+    role = "write it to" if what == "--out" else "read it from"
+    authority = value.split("/", 3)[2] if value.startswith("s3://") and value.count("/") >= 2 else ""
+    if "@" in authority or "?" in value or "#" in value:
+        raise click.UsageError(
+            f"{what}: an s3:// URL takes no credentials, query or fragment (credentials come from the "
+            "environment, as for boto3)"
+        )
     try:
         split_object_url(value)
     except ValueError:
-        raise click.UsageError(
-            f"{what} must be an s3://bucket/key URL: the workers read it from object storage"
-        ) from None
+        raise click.UsageError(f"{what} must be an s3://bucket/key URL: the workers {role} object storage") from None
     return value
 
 
@@ -143,9 +155,9 @@ def main() -> None:
 @click.option(
     "--shard-bytes",
     type=click.IntRange(min=1),
-    default=DEFAULT_SHARD_BYTES,
+    default=DEFAULT_TASK_BYTES,
     show_default=True,
-    help="Re-hash work per shard, in bytes.",
+    help="Re-hash work per shard, in bytes (each file also counts 32 KiB); each shard is one task.",
 )
 @click.option(
     "--shard-observations",
@@ -176,7 +188,8 @@ def submit(
     Returns at once; the job runs in the cluster. Follow it with `status`,
     `wait` and `result`.
     """
-    from eceb_worker.brokers.jobs import COORDINATE_TASK, JobInputs, JobMessage
+    from eceb_worker.brokers.job_messages import JobInputs, JobMessage
+    from eceb_worker.brokers.jobs import COORDINATE_TASK
     from eceb_worker.storage import StorageSpec
 
     message = JobMessage(
@@ -191,7 +204,7 @@ def submit(
     )
     _check_submission(message, endpoint_url)
     cluster = _Cluster(broker_url, result_backend)
-    cluster.store.update(
+    cluster.store.create(
         message.job_id,
         phase="queued",
         created=int(time.time()),
@@ -213,7 +226,10 @@ def _check_submission(message: JobMessage, endpoint_url: str | None) -> None:
 
     store = ObjectStore(endpoint_url)
     missing = [
-        Problem(file=url, message="cannot read: no such object")
+        Problem(
+            file=url,
+            message="cannot read: no such object" if store.bucket_exists(url) else "cannot read: no such bucket",
+        )
         for url in (message.inputs.benchmark, message.inputs.run)
         if not store.exists(url)
     ]
@@ -250,7 +266,7 @@ def status(
     job_id: str, watch: bool, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
 ) -> None:
     """Show a job's phase, shards done/total and failures so far."""
-    from eceb_worker.brokers.jobs import TERMINAL_PHASES
+    from eceb_worker.brokers.job_state import TERMINAL_PHASES
 
     cluster = _Cluster(broker_url, result_backend)
     state = cluster.job(job_id)
@@ -286,7 +302,7 @@ def status(
 
 
 def _finished(cluster: _Cluster, job_id: str, timeout: float | None) -> dict[str, str]:
-    from eceb_worker.brokers.jobs import TERMINAL_PHASES
+    from eceb_worker.brokers.job_state import TERMINAL_PHASES
 
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = False
@@ -384,7 +400,7 @@ def result(
         done, total = _shards(state)
         click.echo(f"job {job_id} not finished ({state.get('phase')}, {done}/{total} shards)", err=True)
         sys.exit(exit_codes.JOB_NOT_FINISHED)
-    data, _ = ObjectStore(endpoint_url).get(state["out"])
+    data = _report_of(job_id, state, ObjectStore(endpoint_url))
     if output is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -392,6 +408,25 @@ def result(
         atomic_write(output, [data])
         click.echo(f"{state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report written to {output}")
     _passed_exit(state)
+
+
+def _report_of(job_id: str, state: dict[str, str], objects: ObjectStore) -> bytes:
+    """The report job ``job_id`` wrote, checked against the digest it
+    recorded. Raises ``StorageError`` when the object at its ``--out`` is
+    gone or holds other bytes (another job or writer replaced it)."""
+    from blake3 import blake3
+
+    url = state["out"]
+    try:
+        data, _ = objects.get(url)
+    except InputError:
+        raise StorageError(f"{url}: the report of job {job_id} is gone (deleted after the job wrote it)") from None
+    expected = state.get("report_digest")
+    if expected and blake3(data).hexdigest() != expected:
+        raise StorageError(
+            f"{url}: no longer holds the report of job {job_id} (another job or writer replaced it; run the job again)"
+        )
+    return data
 
 
 @main.command()
@@ -402,10 +437,10 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
     """Cancel a job: its remaining shards are skipped and no report is written."""
     cluster = _Cluster(broker_url, result_backend)
     state = cluster.job(job_id)
-    if cluster.store.finished(job_id):
-        click.echo(f"job {job_id} already ended ({state.get('phase')})")
+    if not cluster.store.update(job_id, phase="cancelled"):
+        ended = cluster.store.get(job_id) or state
+        click.echo(f"job {job_id} already ended ({ended.get('phase')})")
         return
-    cluster.store.update(job_id, phase="cancelled")
     if state.get("coordinator"):
         cluster.app.control.revoke(state["coordinator"])
     click.echo(f"job {job_id} cancelled")

@@ -21,10 +21,10 @@ from eceb_worker.engine.evaluation import TaskResult
 from eceb_worker.engine.report import Report, encode_report
 from eceb_worker.engine.verification import VerificationReport
 from eceb_worker.errors import InputError, Problem, VerificationError
-from eceb_worker.evaluate import InputReader, check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.evaluate import evaluate as run_evaluation
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.files import atomic_write, check_writable, map_input, read_input
+from eceb_worker.inputs import InputReader, check_benchmark, check_run_records, load_inputs, load_run
 from eceb_worker.storage import StorageSpec
 
 __all__ = ["evaluate", "validate"]

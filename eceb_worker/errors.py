@@ -8,6 +8,8 @@ Hierarchy::
     ├── OutputError              an output file cannot be written (nothing was)
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
+        ├── ShardLostError       a distributed task was delivered too often: the
+                                 worker process running it died each time
         └── ArtifactReadError    one artifact could not be read
             ├── ArtifactMissing         no object at the artifact's path
             ├── ArtifactOutsideCorpus   the path resolves outside the corpus directory
@@ -31,6 +33,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "Problem",
+    "ShardLostError",
     "StorageError",
     "VerificationError",
 ]
@@ -99,6 +102,12 @@ class OutputError(EcebError):
 
 class StorageError(EcebError):
     """A storage backend failed as a whole; no artifact was judged by it."""
+
+
+class ShardLostError(StorageError):
+    """A task of a distributed job or re-hash was delivered more often than
+    ``ECEB_MAX_DELIVERIES``: the worker process running it died each time
+    (see :mod:`eceb_worker.brokers.deliveries`). Not retried."""
 
 
 class ArtifactReadError(StorageError):

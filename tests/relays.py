@@ -173,23 +173,27 @@ class RefusingRelay(CuttingRelay):
 
 class StallingRelay(CuttingRelay):
     """A relay that holds the first GET of the object whose key ends with
-    ``key_suffix``: the request is never answered, and its connection is
-    closed when :meth:`release` is called (the client then retries). Later
-    requests for it pass. :attr:`stalled` is set once the request is held.
+    ``key_suffix`` (every such GET when ``every``): the request is never
+    answered, and its connection is closed when :meth:`release` is called
+    (the client then retries). Later requests for it pass. :attr:`stalled` is
+    set once a request is held; :attr:`stall_count` counts them.
     """
 
-    def __init__(self, upstream_url: str, *, key_suffix: str) -> None:
+    def __init__(self, upstream_url: str, *, key_suffix: str, every: bool = False) -> None:
         super().__init__(upstream_url, cuts=0, after=0)
         self._suffix = key_suffix
+        self._every = every
         self._released = threading.Event()
         self.stalled = threading.Event()
+        self.stall_count = 0
 
     def _hold(self, method: str, path: str) -> bool:
         if method != "GET" or not path.split("?", 1)[0].endswith(self._suffix):
             return False
         with self._lock:
-            if self.stalled.is_set():
+            if self.stalled.is_set() and not self._every:
                 return False
+            self.stall_count += 1
             self.stalled.set()
         self._released.wait()
         return True

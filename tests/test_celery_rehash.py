@@ -146,6 +146,41 @@ def test_local_corpus_verifies_as_in_process(
     }
 
 
+@pytest.mark.parametrize(
+    ("task_bytes", "task_workers"), [(None, None), (1, None), (20_000, None), (20_000, 2), (10**12, 3)]
+)
+def test_shards_sent_together_give_the_same_results(
+    local_corpus: tuple[Registry, StorageSpec],
+    client_app: Any,
+    workers: CeleryWorkers,
+    task_bytes: int | None,
+    task_workers: int | None,
+) -> None:
+    """However shards are grouped into tasks, results come back one per shard,
+    each the embedded executor's (findings and bytes split back exactly)."""
+    registry, spec = local_corpus
+    executor = CeleryExecutor(client_app, timeout=WAIT_S, task_bytes=task_bytes, workers=task_workers)
+    compare(registry, spec, executor, 17)
+
+
+def test_shards_apart_are_never_sent_together(
+    local_corpus: tuple[Registry, StorageSpec], executor: CeleryExecutor
+) -> None:
+    registry, spec = local_corpus
+    planned = plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=shard_bytes_for(registry, 9))
+    subset = planned[:3] + planned[5:]  # shards 3 and 4 left out: their artifacts must not be hashed
+    assert executor.rehash(spec, registry.artifacts, subset) == InProcessExecutor(1).rehash(
+        spec, registry.artifacts, subset
+    )
+
+
+def test_executor_refuses_invalid_grouping(client_app: Any) -> None:
+    with pytest.raises(ValueError, match="task_bytes"):
+        CeleryExecutor(client_app, task_bytes=0)
+    with pytest.raises(ValueError, match="workers"):
+        CeleryExecutor(client_app, workers=0)
+
+
 def test_s3_corpus_verifies_as_in_process(
     s3_server: S3Server, s3_bucket: str, executor: CeleryExecutor, tmp_path: Path
 ) -> None:
@@ -207,6 +242,10 @@ def test_failing_shard_raises_storage_error_naming_it(
     message = str(caught.value)
     assert f"shard 0 (artifacts 0..{len(registry.artifacts) - 1})" in message
     assert "no such directory" in message
+    several = plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=1)
+    with pytest.raises(StorageError) as caught:
+        executor.rehash(spec, registry.artifacts, several)  # all sent as one task
+    assert f"shards 0..{len(several) - 1} (artifacts 0..{len(registry.artifacts) - 1})" in str(caught.value)
     deadline = time.monotonic() + 10  # worker logs reach their files a little later
     while "Retry in" not in workers.logs() and time.monotonic() < deadline:
         time.sleep(0.1)

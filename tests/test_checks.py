@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.evaluate import check_benchmark, check_run_records, load_inputs
+from eceb_worker.inputs import check_benchmark, check_run_records, load_inputs
 
 SEED = Path(__file__).resolve().parents[1] / "examples" / "enterprise-seed"
 

@@ -20,14 +20,13 @@ import pytest
 from eceb_cli import exit_codes
 from eceb_worker.engine.run_evaluation import evaluate_tasks_of_run
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.evaluate import (
+from eceb_worker.evaluate import evaluation_task_ids, reduce_outcomes
+from eceb_worker.inputs import (
     InputReader,
     RunInputs,
-    evaluation_task_ids,
     load_inputs,
     load_referenced_artifacts,
     load_run_inputs,
-    reduce_outcomes,
     referenced_artifact_ids,
     scan_inputs,
 )

@@ -7,6 +7,7 @@ writes from the same files, for any worker count and shard size.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,6 +180,96 @@ def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_
     assert "must be an s3://bucket/key URL" in local.stderr
 
 
+def test_submission_refuses_what_no_worker_could_use(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str
+) -> None:
+    def submitted(benchmark: str, corpus: str) -> subprocess.CompletedProcess[str]:
+        return dist(
+            redis_server,
+            s3_server,
+            "submit",
+            benchmark,
+            f"s3://{bucket}/seed/run.json",
+            "--corpus",
+            corpus,
+            "--out",
+            f"s3://{bucket}/reports/refused.json",
+        )
+
+    credentials = submitted(f"s3://AKIAEXAMPLE:topsecret@{bucket}/seed/benchmark.json", f"s3://{bucket}/seed/corpus")
+    assert credentials.returncode == exit_codes.USAGE
+    assert "BENCHMARK: an s3:// URL takes no credentials, query or fragment" in credentials.stderr
+    assert "topsecret" not in credentials.stderr
+    no_bucket = submitted("s3://eceb-no-such-input-bucket/seed/benchmark.json", f"s3://{bucket}/seed/corpus")
+    assert no_bucket.returncode == exit_codes.BAD_INPUT
+    assert "s3://eceb-no-such-input-bucket/seed/benchmark.json: cannot read: no such bucket" in no_bucket.stderr
+    relative = submitted(f"s3://{bucket}/seed/benchmark.json", "relative/corpus")
+    assert relative.returncode == exit_codes.USAGE
+    assert "'relative/corpus' is a relative path" in relative.stderr
+    for refused in (credentials, no_bucket, relative):
+        assert refused.stdout == ""
+
+
+def test_a_step_still_running_never_undoes_a_cancel(redis_server: RedisServer) -> None:
+    import redis
+
+    from eceb_worker.brokers.job_state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    job_id = uuid.uuid4().hex
+    assert not store.update(job_id, phase="loading")  # unknown job: nothing is created
+    assert store.get(job_id) is None
+    store.create(job_id, phase="queued", out="s3://b/report.json")
+    assert store.update(job_id, phase="loading")
+    assert store.update(job_id, phase="cancelled")
+    assert not store.update(job_id, phase="verifying", rehash_total=3)
+    assert not store.fail(job_id, "internal", "too late")
+    state = store.get(job_id)
+    assert state is not None
+    assert state["phase"] == "cancelled"
+    assert "rehash_total" not in state and "error" not in state
+    store.client.close()
+
+
+def test_result_refuses_a_report_replaced_or_deleted_after_the_job(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    import blake3
+    import redis
+
+    from eceb_worker.brokers.job_state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    objects = ObjectStore(s3_server.endpoint_url)
+    objects.put_atomic(out, b"the report this job wrote")
+    job_id = uuid.uuid4().hex
+    store.create(
+        job_id,
+        phase="done",
+        out=out,
+        passing_tasks=1,
+        total_tasks=1,
+        report_digest=blake3.blake3(b"the report this job wrote").hexdigest(),
+    )
+    fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(tmp_path / "report.json"))
+    assert fetched.returncode == exit_codes.OK, fetched.stderr
+    assert (tmp_path / "report.json").read_bytes() == b"the report this job wrote"
+
+    objects.put_atomic(out, b"another job's report")
+    replaced = dist(redis_server, s3_server, "result", job_id, "-o", str(tmp_path / "replaced.json"))
+    assert replaced.returncode == exit_codes.STORAGE
+    assert f"{out}: no longer holds the report of job {job_id}" in replaced.stderr
+    assert not (tmp_path / "replaced.json").exists()
+
+    objects.delete(out)
+    gone = dist(redis_server, s3_server, "result", job_id)
+    assert gone.returncode == exit_codes.STORAGE
+    assert f"{out}: the report of job {job_id} is gone" in gone.stderr
+    assert gone.stdout == ""
+    store.client.close()
+
+
 def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: str) -> None:
     store = ObjectStore(s3_server.endpoint_url)
     url = f"s3://{bucket}/atomic/{uuid.uuid4().hex}/report.json"
@@ -207,11 +298,11 @@ def test_object_sibling() -> None:
 def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server: S3Server) -> None:
     import redis
 
-    from eceb_worker.brokers.jobs import JobStore
+    from eceb_worker.brokers.job_state import JobStore
 
     store = JobStore(redis.Redis.from_url(redis_server.url()))
     job_id = uuid.uuid4().hex
-    store.update(job_id, phase="verifying", rehash_total=3, out="s3://b/report.json")
+    store.create(job_id, phase="verifying", rehash_total=3, out="s3://b/report.json")
     store.advance(job_id, "rehash_done", 1)
     store.advance(job_id, "rehash_done", 1)  # delivered twice, counted once
     status = dist(redis_server, s3_server, "status", job_id)

@@ -121,6 +121,43 @@ def test_worker_killed_mid_shard_is_redelivered_and_the_report_is_identical(
         assert len(reads) == 2, reads  # the held read, then the redelivered shard's
 
 
+def test_shard_killing_its_worker_every_time_fails_the_job_after_the_bound(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    """Redelivery after a lost worker process is bounded (ECEB_MAX_DELIVERIES):
+    a shard whose process dies every time ends the job as failed, naming it."""
+    with (
+        celery_workers(redis_server.url(), 1, tmp_path / "workers", env={"ECEB_MAX_DELIVERIES": "2"}) as workers,
+        StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}", every=True) as relay,
+    ):
+        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+        job_id = submit(
+            redis_server,
+            s3_server,
+            f"s3://{bucket}/seed",
+            out,
+            "--shard-bytes",
+            "1",
+            "--endpoint-url",
+            relay.endpoint_url,
+        )
+        for killed in range(2):
+            _wait_for(lambda killed=killed: relay.stall_count > killed, f"delivery {killed + 1} of the shard")
+            [child] = workers.pool_processes()
+            os.kill(child, signal.SIGKILL)
+            _wait_for(
+                lambda child=child: child not in workers.pool_processes() and len(workers.pool_processes()) == 1,
+                "the killed process to be replaced",
+            )
+        waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+        assert waited.returncode == exit_codes.STORAGE, waited.stderr + workers.logs()[-3000:]
+        assert "1 of 12 re-hash shards failed; first: re-hash shard " in waited.stderr
+        assert "delivered 3 times and the worker process running it was lost each time" in waited.stderr
+        assert "no report was written" in waited.stderr
+        assert relay.stall_count == 2
+        assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
 def test_shard_delivered_twice_changes_nothing(
     redis_server: RedisServer, s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
 ) -> None:

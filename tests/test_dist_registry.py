@@ -19,9 +19,9 @@ import pytest
 import redis
 
 from eceb_cli import exit_codes
-from eceb_worker.brokers.jobs import JobStore
+from eceb_worker.brokers.job_state import JobStore
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.evaluate import load_inputs
+from eceb_worker.inputs import load_inputs
 from eceb_worker.storage.objects import ObjectStore
 from tests.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.redis_server import CeleryWorkers, RedisServer, celery_workers

@@ -13,7 +13,8 @@ from eceb_worker.engine.benchmark import task_root
 from eceb_worker.engine.plan import plan_evaluation
 from eceb_worker.engine.report import ReportInputs, encode_report
 from eceb_worker.engine.run_evaluation import evaluate_tasks_of_run, reduce_evaluation
-from eceb_worker.evaluate import EvaluationInputs, evaluate_verified, load_inputs
+from eceb_worker.evaluate import evaluate_verified
+from eceb_worker.inputs import EvaluationInputs, load_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = [REPO / "examples" / "enterprise-seed", REPO / "examples" / "public-eng-mix"]

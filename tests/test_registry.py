@@ -119,6 +119,16 @@ def test_header_count_and_root_must_match_the_lines() -> None:
     assert "but the listed artifacts give" in found["corpus_root"]
 
 
+def test_header_problems_name_the_header_line_after_blank_lines() -> None:
+    good = registry_bytes(artifact("a", content=b"1"), artifact("b", content=b"2"))
+    header, rest = good.split(b"\n", 1)
+    truncated = b"\n \n" + header + b"\n" + rest.split(b"\n", 1)[0] + b"\n"
+    assert {(p.record, p.field) for p in problems_of(truncated)} == {
+        ("line 3 (header)", "artifact_count"),
+        ("line 3 (header)", "corpus_root"),
+    }
+
+
 def test_empty_file_and_blank_lines() -> None:
     assert "is empty" in problems_of(b"")[0].message
     data = registry_bytes(artifact("a"))

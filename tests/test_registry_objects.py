@@ -11,7 +11,7 @@ import pytest
 
 from eceb_worker.engine.registry_scan import registry_range_artifacts
 from eceb_worker.errors import InputError, StorageError
-from eceb_worker.evaluate import InputReader, load_inputs, scan_inputs
+from eceb_worker.inputs import InputReader, load_inputs, scan_inputs
 from eceb_worker.storage.objects import ObjectStore
 from tests.relays import CuttingRelay
 from tests.s3_server import S3Server

@@ -22,6 +22,9 @@ Configuration, from :func:`make_app`'s arguments or else the environment:
                                (default 1000)
 ``ECEB_TASK_MAX_RETRIES``      retries of a shard whose storage failed as a whole
                                (default 3, with exponential back-off up to 60 s)
+``ECEB_MAX_DELIVERIES``        starts of one attempt of a task whose worker process
+                               died while running it, before it fails instead of
+                               running again (default 3; see ``brokers.deliveries``)
 ``ECEB_REDIS_CA_CERTS``        PEM file of the certificate authorities that sign a TLS
                                Redis server's certificate (``rediss://`` URLs), trusted
                                besides the system's (default: the system's only)
@@ -62,8 +65,9 @@ from urllib.parse import parse_qsl, urlsplit
 import msgspec
 from celery import Celery
 
+from eceb_worker.brokers.deliveries import DEFAULT_MAX_DELIVERIES, MAX_DELIVERIES_SETTING, check_delivery
 from eceb_worker.engine.verification import check_digests
-from eceb_worker.errors import StorageError
+from eceb_worker.errors import ShardLostError, StorageError
 from eceb_worker.storage import StorageSpec, shared_storage
 
 __all__ = [
@@ -158,6 +162,13 @@ def rehash_shard(message: dict[str, Any]) -> Any:
     return msgspec.to_builtins(checked)
 
 
+def _rehash_shard_task(task: Any, message: dict[str, Any]) -> Any:
+    """The ``eceb.rehash_shard`` task: :func:`rehash_shard`, unless this
+    attempt was delivered too often (:func:`check_delivery`)."""
+    check_delivery(task)
+    return rehash_shard(message)
+
+
 def _setting(value: str | None, name: str, default: str) -> str:
     if value:
         return value
@@ -227,6 +238,7 @@ def make_app(
     max_tasks_per_child: int | None = None,
     max_retries: int | None = None,
     redis_ca_certs: str | None = None,
+    max_deliveries: int | None = None,
 ) -> Celery:
     """A configured Celery application with eceb's tasks registered.
 
@@ -287,16 +299,19 @@ def make_app(
         # Redis over TLS (rediss://): the server's certificate is verified.
         **tls,
     )
+    application.conf[MAX_DELIVERIES_SETTING] = _positive(max_deliveries, "ECEB_MAX_DELIVERIES", DEFAULT_MAX_DELIVERIES)
     application.task(
         name=REHASH_TASK,
+        bind=True,
         shared=False,
         lazy=False,
         autoretry_for=(StorageError,),
+        dont_autoretry_for=(ShardLostError,),
         max_retries=max_retries,
         retry_backoff=True,
         retry_backoff_max=RETRY_BACKOFF_MAX_S,
         retry_jitter=True,
-    )(rehash_shard)
+    )(_rehash_shard_task)
     from eceb_worker.brokers.jobs import register_job_tasks
 
     register_job_tasks(application, max_retries=max_retries)

@@ -15,15 +15,16 @@ Messages carry references only: object URLs and their ETags, the corpus's
 :class:`~eceb_worker.storage.StorageSpec`, byte ranges of the registry,
 task index ranges. The coordinating steps never hold the registry's
 artifacts: ``eceb.coordinate`` scans it
-(:func:`~eceb_worker.evaluate.scan_inputs`) and passes on its corpus root,
-artifact count and plan size (:class:`RegistryRef`); each re-hash shard
+(:func:`~eceb_worker.inputs.scan_inputs`) and passes on its corpus root,
+artifact count and plan size (:class:`~eceb_worker.brokers.job_messages.RegistryRef`); each re-hash shard
 decodes its own lines and answers its findings. Workers decode the
 benchmark and run once per process and version (keyed by URL and ETag), and
 an evaluation shard's process keeps only the artifacts the run and the
-benchmark refer to (:func:`~eceb_worker.evaluate.load_referenced_artifacts`).
+benchmark refer to (:func:`~eceb_worker.inputs.load_referenced_artifacts`).
 
 Job state lives in the result backend's Redis, in the hash ``eceb:job:<id>``
-(see :class:`JobStore`), and expires :data:`JOB_TTL_S` after its last change.
+(see :class:`~eceb_worker.brokers.job_state.JobStore`). The messages are in
+:mod:`eceb_worker.brokers.job_messages`.
 Shard tasks never raise into a chord: a shard that fails (after its retries,
 for storage failures) answers ``{"index": i, "error": "..."}`` and the reduce
 step ends the job as failed. A shard task that ends some other way (revoked,
@@ -32,19 +33,21 @@ or lost beyond what redelivery covers) fails the chord; its error callback,
 writes a report.
 
 Delivery is at least once, so every step is idempotent: the chord counts a
-task id once, the job counts a shard index once (:meth:`JobStore.advance`),
+task id once, the job counts a shard index once (:meth:`~eceb_worker.brokers.job_state.JobStore.advance`),
 and a step of a job that has ended does nothing.
 """
 
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import msgspec
 
+from eceb_worker.brokers.deliveries import check_delivery
+from eceb_worker.brokers.job_messages import EvaluateMessage, JobInputs, JobMessage, JobRehashMessage, RegistryRef
+from eceb_worker.brokers.job_state import JobStore
 from eceb_worker.engine.artifacts import Artifact
 from eceb_worker.engine.benchmark import Benchmark, Task
 from eceb_worker.engine.plan import plan_evaluation
@@ -53,35 +56,18 @@ from eceb_worker.engine.report import encode_report
 from eceb_worker.engine.run_evaluation import TaskOutcome, evaluate_tasks_of_run
 from eceb_worker.engine.run_stream import IndexedRun
 from eceb_worker.engine.verification import ShardVerification, check_digests, reduce_verification, shard_verification
-from eceb_worker.errors import InputError, OutputError, Problem, StorageError
-from eceb_worker.evaluate import (
-    InputReader,
-    RunInputs,
-    evaluation_task_ids,
-    load_benchmark,
-    load_referenced_artifacts,
-    load_run,
-    reduce_outcomes,
-    scan_inputs,
-)
-from eceb_worker.storage import StorageSpec, shared_storage
+from eceb_worker.errors import InputError, OutputError, Problem, ShardLostError, StorageError
+from eceb_worker.evaluate import evaluation_task_ids, reduce_outcomes
+from eceb_worker.inputs import InputReader, RunInputs, load_benchmark, load_referenced_artifacts, load_run, scan_inputs
+from eceb_worker.storage import shared_storage
 
 __all__ = [
     "COORDINATE_TASK",
     "EVALUATE_TASK",
     "FINISH_TASK",
     "JOB_REHASH_TASK",
-    "JOB_TTL_S",
     "SHARD_LOST_TASK",
-    "TERMINAL_PHASES",
     "VERIFIED_TASK",
-    "EvaluateMessage",
-    "JobInputs",
-    "JobMessage",
-    "JobRehashMessage",
-    "JobStore",
-    "RegistryRef",
-    "job_key",
     "register_job_tasks",
 ]
 
@@ -91,182 +77,8 @@ VERIFIED_TASK: Final = "eceb.job_verified"
 EVALUATE_TASK: Final = "eceb.evaluate_shard"
 FINISH_TASK: Final = "eceb.job_finish"
 SHARD_LOST_TASK: Final = "eceb.job_shard_lost"
-JOB_TTL_S: Final = 7 * 24 * 3600
-"""A job's state is kept a week after its last change."""
-TERMINAL_PHASES: Final = frozenset({"done", "failed", "cancelled"})
 _CACHED_INPUTS: Final = 4
 _CAUSE_LOOKUPS: Final = 5
-_DONE_FIELDS: Final = ("rehash_done", "eval_done")
-_LISTS: Final = ("failures", *_DONE_FIELDS)
-
-
-class JobInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where a job's benchmark and run are (``s3://bucket/key``) and which
-    versions were checked: ``etags`` holds ``(url, ETag)`` of every object
-    read (the registry included), so workers decode exactly those.
-    """
-
-    benchmark: str
-    run: str
-    endpoint_url: str | None = None
-    etags: tuple[tuple[str, str], ...] = ()
-
-
-class RegistryRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The registry a job checked (ECEB-0.1 §5), as ``eceb.coordinate`` found it.
-
-    Fields:
-        location: where it is (``s3://bucket/key``, or a path every worker sees).
-        etag: the version checked (``""`` for a local file).
-        corpus_root: its corpus root, 64 lowercase hex characters.
-        artifact_count: how many artifacts it lists.
-        rehash_shards: how many re-hash shards were planned over it.
-    """
-
-    location: str
-    etag: str = ""
-    corpus_root: str
-    artifact_count: Annotated[int, msgspec.Meta(ge=0)]
-    rehash_shards: Annotated[int, msgspec.Meta(ge=0)]
-
-
-class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What ``eceb.coordinate`` (and each reduce step) is sent; ``registry``
-    is set by ``eceb.coordinate`` for the steps after it."""
-
-    job_id: str
-    inputs: JobInputs
-    corpus: StorageSpec
-    out: str
-    shard_bytes: Annotated[int, msgspec.Meta(gt=0)]
-    shard_observations: Annotated[int, msgspec.Meta(gt=0)]
-    registry: RegistryRef | None = None
-
-
-class JobRehashMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What an ``eceb.job_rehash_shard`` task is sent: a re-hash shard
-    (ECEB-0.1 §5) by reference (:class:`~eceb_worker.engine.registry_scan.RegistryShard`).
-
-    Fields:
-        spec: where the corpus is.
-        registry, endpoint_url, etag: the registry object (or local path) and
-            the version the job checked.
-        byte_start, byte_end: the shard's lines, ``[byte_start, byte_end)`` of the registry file.
-        start: ordinal of the shard's first artifact (file order); ``count``: its artifacts.
-        first_path: the first artifact's path (names the shard in logs;
-            checked against what the range holds).
-    """
-
-    spec: StorageSpec
-    registry: str
-    endpoint_url: str | None = None
-    etag: str = ""
-    byte_start: Annotated[int, msgspec.Meta(ge=0)]
-    byte_end: Annotated[int, msgspec.Meta(ge=0)]
-    start: Annotated[int, msgspec.Meta(ge=0)]
-    count: Annotated[int, msgspec.Meta(gt=0)]
-    first_path: str
-
-
-class EvaluateMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What an ``eceb.evaluate_shard`` task is sent: the inputs and a range
-    ``start..end`` of the sorted task ids (:func:`evaluation_task_ids`).
-    """
-
-    inputs: JobInputs
-    index: Annotated[int, msgspec.Meta(ge=0)]
-    start: Annotated[int, msgspec.Meta(ge=0)]
-    end: Annotated[int, msgspec.Meta(ge=0)]
-    job_id: str | None = None
-
-
-def job_key(job_id: str) -> str:
-    """The Redis hash holding a job's state."""
-    return f"eceb:job:{job_id}"
-
-
-class JobStore:
-    """A job's state in Redis.
-
-    ``eceb:job:<id>`` is a hash of strings: ``phase`` (``queued``,
-    ``loading``, ``verifying``, ``evaluating``, ``writing``, then ``done``,
-    ``failed`` or ``cancelled``), ``benchmark``, ``run``, ``corpus``, ``out``,
-    ``created``/``updated`` (Unix seconds), ``rehash_total`` and
-    ``eval_total`` (shards planned), ``coordinator`` (its task id), and
-    on failure ``error_kind`` (``input``, ``verification``, ``storage``,
-    ``output``, ``internal``), ``error``, ``problems`` (JSON list of
-    problems), ``verification`` (the JSON verification report); when done,
-    ``passing_tasks``/``total_tasks``. ``eceb:job:<id>:failures`` lists the
-    shard failures seen so far; the sets ``eceb:job:<id>:rehash_done`` and
-    ``eceb:job:<id>:eval_done`` hold the indexes of the shards done, so a
-    shard delivered twice counts once (:meth:`get` reports their sizes as
-    the fields ``rehash_done`` and ``eval_done``). All expire
-    :data:`JOB_TTL_S` after the last change.
-    """
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def _touch(self, job_id: str, pipe: Any) -> None:
-        pipe.hset(job_key(job_id), "updated", str(int(time.time())))
-        pipe.expire(job_key(job_id), JOB_TTL_S)
-        for suffix in _LISTS:
-            pipe.expire(f"{job_key(job_id)}:{suffix}", JOB_TTL_S)
-
-    def update(self, job_id: str, **fields: str | int) -> None:
-        """Set fields of the job's hash."""
-        pipe = self.client.pipeline()
-        pipe.hset(job_key(job_id), mapping={name: str(value) for name, value in fields.items()})
-        self._touch(job_id, pipe)
-        pipe.execute()
-
-    def advance(self, job_id: str, field: str, index: int) -> None:
-        """Count shard ``index`` done in ``field`` (``rehash_done`` or
-        ``eval_done``); counting it again changes nothing."""
-        pipe = self.client.pipeline()
-        pipe.sadd(f"{job_key(job_id)}:{field}", index)
-        self._touch(job_id, pipe)
-        pipe.execute()
-
-    def add_failure(self, job_id: str, text: str) -> None:
-        """Record a shard failure."""
-        pipe = self.client.pipeline()
-        pipe.rpush(f"{job_key(job_id)}:failures", text)
-        self._touch(job_id, pipe)
-        pipe.execute()
-
-    def get(self, job_id: str) -> dict[str, str] | None:
-        """The job's fields, or None for an unknown, expired or lost job."""
-        pipe = self.client.pipeline()
-        pipe.hgetall(job_key(job_id))
-        for field in _DONE_FIELDS:
-            pipe.scard(f"{job_key(job_id)}:{field}")
-        raw, *done = pipe.execute()
-        if b"phase" not in raw and "phase" not in raw:
-            # Unknown, expired, or lost (what a shard still running wrote
-            # after Redis lost its data holds no phase).
-            return None
-        state = {_text(name): _text(value) for name, value in raw.items()}
-        state.update((field, str(count)) for field, count in zip(_DONE_FIELDS, done, strict=True))
-        return state
-
-    def failures(self, job_id: str) -> list[str]:
-        """Shard failures seen so far."""
-        return [_text(item) for item in self.client.lrange(f"{job_key(job_id)}:failures", 0, -1)]
-
-    def finished(self, job_id: str) -> bool:
-        """True when the job is done, failed or cancelled (or unknown)."""
-        phase = self.client.hget(job_key(job_id), "phase")
-        return phase is None or _text(phase) in TERMINAL_PHASES
-
-    def fail(self, job_id: str, kind: str, error: str, **fields: str) -> None:
-        """End the job as failed (unless it already ended)."""
-        if not self.finished(job_id):
-            self.update(job_id, phase="failed", error_kind=kind, error=error, **fields)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _evict(cache: dict[Any, Any]) -> None:
@@ -353,7 +165,10 @@ def _guarded(task: Any, job_id: str | None, index: int, what: str, body: Callabl
     if job_id is not None and store.finished(job_id):
         return {"index": index, "error": "the job has ended"}
     try:
+        check_delivery(task)
         answer = {"index": index, "ok": body()}
+    except ShardLostError as exc:
+        error = f"{what} {index}: {exc}"
     except StorageError as exc:
         if task.request.retries < task.max_retries:
             raise task.retry(exc=exc, countdown=min(60, 2**task.request.retries)) from None
@@ -413,7 +228,7 @@ def _answers(results: list[dict[str, Any]], total: int, what: str) -> tuple[dict
 
 def coordinate(task: Any, message: dict[str, Any]) -> None:
     """``eceb.coordinate``: check the inputs, scanning the registry as a
-    stream (:func:`~eceb_worker.evaluate.scan_inputs`: memory does not grow
+    stream (:func:`~eceb_worker.inputs.scan_inputs`: memory does not grow
     with its artifacts); plan the re-hash as byte ranges of the registry and
     start it."""
     job = msgspec.convert(message, JobMessage)
@@ -422,6 +237,7 @@ def coordinate(task: Any, message: dict[str, Any]) -> None:
         return
     store.update(job.job_id, phase="loading")
     try:
+        check_delivery(task)
         reader = _reader(job.inputs.endpoint_url)
         with tempfile.TemporaryDirectory(prefix="eceb-coordinate-") as spill:
             scanned = scan_inputs(
@@ -505,6 +321,7 @@ def job_verified(task: Any, results: list[dict[str, Any]], message: dict[str, An
     if store.finished(job.job_id):
         return
     try:
+        check_delivery(task)
         registry = _registry(job)
         answers, error = _answers(results, registry.rehash_shards, "re-hash shard")
         if error is not None:
@@ -572,6 +389,7 @@ def job_finish(task: Any, results: list[dict[str, Any]], message: dict[str, Any]
     if store.finished(job.job_id):
         return
     try:
+        check_delivery(task)
         registry = _registry(job)
         prepared = _run_prepared(job.inputs)
         total = int((store.get(job.job_id) or {}).get("eval_total", len(results)))
@@ -585,19 +403,21 @@ def job_finish(task: Any, results: list[dict[str, Any]], message: dict[str, Any]
         inputs = RunInputs(benchmark=prepared.benchmark, run=prepared.run, corpus_root=registry.corpus_root)
         report = reduce_outcomes(inputs, outcomes, artifact_count)
         data = encode_report(report)
-        store.update(job.job_id, phase="writing")
+        if not store.update(job.job_id, phase="writing"):
+            return  # cancelled meanwhile
         from eceb_worker.storage.objects import ObjectStore
 
-        if store.finished(job.job_id):  # cancelled meanwhile
-            return
-        ObjectStore(job.inputs.endpoint_url).put_atomic(job.out, data)
-        store.update(
+        objects = ObjectStore(job.inputs.endpoint_url)
+        objects.put_atomic(job.out, data)
+        done = store.update(
             job.job_id,
             phase="done",
             passing_tasks=report.summary.passing_tasks,
             total_tasks=report.summary.total_tasks,
             report_digest=_digest(data),
         )
+        if not done:  # cancelled while the report was written: a cancelled job leaves no report
+            objects.delete(job.out)
     except Exception as exc:
         _fail_from(store, job.job_id, exc)
 

@@ -121,8 +121,8 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
     first = next(lines, None)
     if first is None:
         raise InputError([empty_registry_problem(name)])
-    number, raw = first
-    header, found = header_line(raw, number, name)
+    header_number, raw = first
+    header, found = header_line(raw, header_number, name)
     problems.extend(found)
 
     artifacts: list[Artifact] = []
@@ -145,7 +145,9 @@ def read_registry(stream: IO[bytes], name: str) -> Registry:
         raise InputError(problems)
     assert header is not None
     registry = build_registry(artifacts)
-    problems = header_problems(header, registry.header.artifact_count, registry.header.corpus_root, name)
+    problems = header_problems(
+        header, registry.header.artifact_count, registry.header.corpus_root, name, line=header_number
+    )
     if problems:
         raise InputError(problems)
     return registry
@@ -213,16 +215,18 @@ def duplicate_problem(name: str, number: int, field: str, value: str, first: int
     )
 
 
-def header_problems(header: RegistryHeader, artifact_count: int, corpus_root: str, name: str) -> list[Problem]:
-    """Problems of a header whose ``artifact_count`` or ``corpus_root``
-    differs from those of the lines (``artifact_count`` artifacts whose
-    recomputed corpus root, ECEB-0.1 §5, is ``corpus_root``)."""
+def header_problems(
+    header: RegistryHeader, artifact_count: int, corpus_root: str, name: str, *, line: int = 1
+) -> list[Problem]:
+    """Problems of a header (on line ``line``) whose ``artifact_count`` or
+    ``corpus_root`` differs from those of the lines (``artifact_count``
+    artifacts whose recomputed corpus root, ECEB-0.1 §5, is ``corpus_root``)."""
     problems: list[Problem] = []
     if header.artifact_count != artifact_count:
         problems.append(
             Problem(
                 file=name,
-                record="line 1 (header)",
+                record=f"line {line} (header)",
                 field="artifact_count",
                 message=f"declares {header.artifact_count} artifacts but the file lists {artifact_count}",
             )
@@ -231,7 +235,7 @@ def header_problems(header: RegistryHeader, artifact_count: int, corpus_root: st
         problems.append(
             Problem(
                 file=name,
-                record="line 1 (header)",
+                record=f"line {line} (header)",
                 field="corpus_root",
                 message=f"declares {header.corpus_root} but the listed artifacts give {corpus_root}",
             )

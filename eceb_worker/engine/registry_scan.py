@@ -429,7 +429,7 @@ def scan_registry(
         )
         raise InputError([item[3] for item in ordered])
     assert first.header is not None and root is not None
-    mismatches = header_problems(first.header, first.count, root, name)
+    mismatches = header_problems(first.header, first.count, root, name, line=first.header_number or 1)
     if mismatches:
         raise InputError(mismatches)
     return RegistryScan(

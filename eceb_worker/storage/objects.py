@@ -181,6 +181,32 @@ class ObjectStore:
             raise self._fail(url, exc) from None
         return True
 
+    def bucket_exists(self, url: str) -> bool:
+        """True when the bucket of ``url`` exists; raises ``StorageError``
+        when that cannot be told (unreachable endpoint, access refused)."""
+        bucket, _ = split_object_url(url)
+        try:
+            self._client.head_bucket(Bucket=bucket)
+        except botocore.exceptions.ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in {*_MISSING, "NoSuchBucket"}:
+                return False
+            raise self._fail(url, exc) from None
+        except (botocore.exceptions.BotoCoreError, OSError) as exc:
+            raise self._fail(url, exc) from None
+        return True
+
+    def delete(self, url: str) -> None:
+        """Delete the object at ``url`` (nothing when there is none). Raises
+        :class:`OutputError` when it cannot be deleted."""
+        try:
+            bucket, key = split_object_url(url)
+            self._client.delete_object(Bucket=bucket, Key=key)
+        except ValueError as exc:
+            raise OutputError(str(exc)) from None
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+            error = self._fail(url, exc, writing=True)
+            raise (error if isinstance(error, OutputError) else OutputError(str(error))) from None
+
     def check_writable(self, url: str) -> None:
         """Check that an object can be written under ``url``'s bucket and
         prefix, by writing and deleting an empty probe object beside it
