@@ -66,6 +66,14 @@ def _wait_for(condition: object, what: str, timeout: float = STALL_TIMEOUT_S) ->
     pytest.fail(f"timed out waiting for {what}")
 
 
+def _submit_seed(redis_server: RedisServer, s3_server: S3Server, bucket: str, endpoint_url: str) -> tuple[str, str]:
+    """Submit the seed, one artifact and one observation a shard, reading S3
+    through ``endpoint_url``; the job id and its ``--out`` URL."""
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    options = ("--shard-bytes", "1", "--shard-observations", "1", "--endpoint-url", endpoint_url)
+    return submit(redis_server, s3_server, f"s3://{bucket}/seed", out, *options), out
+
+
 def _finishes_with_the_report(
     redis_server: RedisServer,
     s3_server: S3Server,
@@ -96,19 +104,7 @@ def test_worker_killed_mid_shard_is_redelivered_and_the_report_is_identical(
         celery_workers(redis_server.url(), 1, tmp_path / "workers") as workers,
         StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
     ):
-        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-        job_id = submit(
-            redis_server,
-            s3_server,
-            f"s3://{bucket}/seed",
-            out,
-            "--shard-bytes",
-            "1",
-            "--shard-observations",
-            "1",
-            "--endpoint-url",
-            relay.endpoint_url,
-        )
+        job_id, _ = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
         _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
         [child] = workers.pool_processes()
         os.kill(child, signal.SIGKILL)
@@ -130,17 +126,7 @@ def test_shard_killing_its_worker_every_time_fails_the_job_after_the_bound(
         celery_workers(redis_server.url(), 1, tmp_path / "workers", env={"ECEB_MAX_DELIVERIES": "2"}) as workers,
         StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}", every=True) as relay,
     ):
-        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-        job_id = submit(
-            redis_server,
-            s3_server,
-            f"s3://{bucket}/seed",
-            out,
-            "--shard-bytes",
-            "1",
-            "--endpoint-url",
-            relay.endpoint_url,
-        )
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
         for killed in range(2):
             _wait_for(lambda killed=killed: relay.stall_count > killed, f"delivery {killed + 1} of the shard")
             [child] = workers.pool_processes()
@@ -166,19 +152,7 @@ def test_shard_delivered_twice_changes_nothing(
         celery_workers(redis_server.url(), 2, tmp_path / "workers") as workers,
         StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
     ):
-        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-        job_id = submit(
-            redis_server,
-            s3_server,
-            f"s3://{bucket}/seed",
-            out,
-            "--shard-bytes",
-            "1",
-            "--shard-observations",
-            "1",
-            "--endpoint-url",
-            relay.endpoint_url,
-        )
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
         _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
         # The held shard's message waits for its acknowledgement in the
         # broker's "unacked" hash; deliver it a second time, as the broker
@@ -226,19 +200,7 @@ def test_s3_faults_inside_a_job_are_retried(
     """The first connections to S3 (the coordinator's input reads, then
     shards' corpus reads) meet throttling, server errors or resets."""
     with RefusingRelay(s3_server.endpoint_url, refusals=3, how=how) as relay:
-        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-        job_id = submit(
-            redis_server,
-            s3_server,
-            f"s3://{bucket}/seed",
-            out,
-            "--shard-bytes",
-            "1",
-            "--shard-observations",
-            "1",
-            "--endpoint-url",
-            relay.endpoint_url,
-        )
+        job_id, _ = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
         _finishes_with_the_report(redis_server, s3_server, job_id, expected_report, tmp_path, two_workers)
         assert relay.connections > 3
 
@@ -257,19 +219,7 @@ def test_redis_restarted_mid_job_completes_with_the_report(
             celery_workers(server.url(), 1, tmp_path / "workers", env={"ECEB_VISIBILITY_TIMEOUT": "5"}) as workers,
             StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
         ):
-            out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-            job_id = submit(
-                server,
-                s3_server,
-                f"s3://{bucket}/seed",
-                out,
-                "--shard-bytes",
-                "1",
-                "--shard-observations",
-                "1",
-                "--endpoint-url",
-                relay.endpoint_url,
-            )
+            job_id, _ = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
             _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
             redis_stack.close()  # the server stops, writing its append-only file
             redis_stack.enter_context(running_redis(directory, port=server.port, appendonly=True))
@@ -291,17 +241,7 @@ def test_redis_losing_its_data_mid_job_ends_the_job_clearly(s3_server: S3Server,
             celery_workers(server.url(), 1, tmp_path / "workers") as workers,
             StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
         ):
-            out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-            job_id = submit(
-                server,
-                s3_server,
-                f"s3://{bucket}/seed",
-                out,
-                "--shard-bytes",
-                "1",
-                "--endpoint-url",
-                relay.endpoint_url,
-            )
+            job_id, out = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
             _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
             reads_before = _reads_of_job_state(server)
             waiting = subprocess.Popen(
@@ -344,17 +284,7 @@ def test_revoked_shard_ends_the_job_naming_the_cause(
         celery_workers(redis_server.url(), 1, tmp_path / "workers") as workers,
         StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
     ):
-        out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-        job_id = submit(
-            redis_server,
-            s3_server,
-            f"s3://{bucket}/seed",
-            out,
-            "--shard-bytes",
-            "1",
-            "--endpoint-url",
-            relay.endpoint_url,
-        )
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
         _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
         client = redis.Redis.from_url(redis_server.url())
         [held] = [
