@@ -84,6 +84,35 @@ class ObjectStore:
             return StorageError(f"{url}: cannot read ({code})")
         return StorageError(f"{url}: cannot reach the endpoint ({type(exc).__name__})")
 
+    def _get_object(self, url: str, etag: str | None, *, byte_range: str | None = None) -> tuple[Any, str]:
+        """One GET of ``url`` (only version ``etag`` when given; ``Range:
+        bytes=...`` when ``byte_range``): the response and its ETag. Raises
+        :class:`InputError` for a malformed URL, a missing object or another
+        version, ``StorageError`` when the storage cannot be used."""
+        try:
+            bucket, key = split_object_url(url)
+        except ValueError as exc:
+            raise InputError([Problem(file=url, message=str(exc))]) from None
+        extra = {"IfMatch": etag} if etag else {}
+        if byte_range is not None:
+            extra["Range"] = f"bytes={byte_range}"
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=key, **extra)
+        except _READ_ERRORS as exc:
+            raise self._fail(url, exc) from None
+        found = str(response.get("ETag", ""))
+        if etag and found != etag:
+            response["Body"].close()
+            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
+        return response, found
+
+    def _read_body(self, url: str, response: Any) -> bytes:
+        try:
+            data: bytes = response["Body"].read()
+        except _READ_ERRORS as exc:
+            raise self._fail(url, exc) from None
+        return data
+
     def get(self, url: str, *, etag: str | None = None) -> tuple[bytes, str]:
         """The object's bytes and ETag. With ``etag``, only that version is
         accepted (a changed object is bad input).
@@ -91,20 +120,8 @@ class ObjectStore:
         Raises :class:`InputError` naming the object when it does not exist
         or changed, ``StorageError`` when the storage cannot be used.
         """
-        try:
-            bucket, key = split_object_url(url)
-        except ValueError as exc:
-            raise InputError([Problem(file=url, message=str(exc))]) from None
-        extra = {"IfMatch": etag} if etag else {}
-        try:
-            response = self._client.get_object(Bucket=bucket, Key=key, **extra)
-            data: bytes = response["Body"].read()
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
-            raise self._fail(url, exc) from None
-        found = str(response.get("ETag", ""))
-        if etag and found != etag:
-            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
-        return data, found
+        response, found = self._get_object(url, etag)
+        return self._read_body(url, response), found
 
     def open(
         self, url: str, *, etag: str | None = None, buffer_bytes: int = 1024 * 1024
@@ -117,27 +134,10 @@ class ObjectStore:
         or changed, ``StorageError`` when the storage cannot be used; reading
         the stream raises ``StorageError`` when the connection fails midway.
         """
-        try:
-            bucket, key = split_object_url(url)
-        except ValueError as exc:
-            raise InputError([Problem(file=url, message=str(exc))]) from None
-        extra = {"IfMatch": etag} if etag else {}
-        try:
-            response = self._client.get_object(Bucket=bucket, Key=key, **extra)
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
-            raise self._fail(url, exc) from None
-        found = str(response.get("ETag", ""))
-        if etag and found != etag:
-            response["Body"].close()
-            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
+        response, found = self._get_object(url, etag)
 
         def resume(position: int) -> Any:
-            try:
-                return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={position}-", IfMatch=found)[
-                    "Body"
-                ]
-            except _READ_ERRORS as exc:
-                raise self._fail(url, exc) from None
+            return self._get_object(url, found, byte_range=f"{position}-")[0]["Body"]
 
         body = _ObjectBody(response["Body"], url, self._fail, resume)
         return io.BufferedReader(body, buffer_size=buffer_bytes), found
@@ -152,18 +152,8 @@ class ObjectStore:
         """
         if not 0 <= start < end:
             raise ValueError(f"not a byte range: [{start}, {end})")
-        try:
-            bucket, key = split_object_url(url)
-        except ValueError as exc:
-            raise InputError([Problem(file=url, message=str(exc))]) from None
-        extra = {"IfMatch": etag} if etag else {}
-        try:
-            response = self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **extra)
-            data: bytes = response["Body"].read()
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
-            raise self._fail(url, exc) from None
-        if etag and str(response.get("ETag", "")) != etag:
-            raise InputError([Problem(file=url, message="changed while the job ran (its ETag differs)")])
+        response, _ = self._get_object(url, etag, byte_range=f"{start}-{end - 1}")
+        data = self._read_body(url, response)
         if len(data) != end - start:
             raise StorageError(f"{url}: asked for bytes {start}..{end - 1}, got {len(data)} bytes")
         return data
