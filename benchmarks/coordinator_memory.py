@@ -292,21 +292,7 @@ def child(params: dict[str, Any]) -> None:
             artifact_count=scan.artifact_count,
             rehash_shards=len(scan.shards),
         )
-        header = [
-            msgspec.to_builtins(
-                JobRehashMessage(
-                    spec=spec,
-                    registry=registry.location,
-                    etag=registry.etag,
-                    byte_start=s.byte_start,
-                    byte_end=s.byte_end,
-                    start=s.start,
-                    count=s.end - s.start,
-                    first_path=s.first_path,
-                )
-            )
-            for s in scan.shards
-        ]
+        header = [msgspec.to_builtins(JobRehashMessage.for_shard(spec, registry, s)) for s in scan.shards]
         stage(f"coordinate: {len(header):,} shard messages held at once (the chord's header)")
         results = [
             {

@@ -305,20 +305,8 @@ def _finished(cluster: _Cluster, job_id: str, timeout: float | None) -> dict[str
     from eceb_worker.brokers.job_state import TERMINAL_PHASES
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    seen = False
-    while True:
-        found = cluster.store.get(job_id)
-        if found is None and seen:
-            click.echo(
-                f"error: job {job_id} vanished from Redis while it ran (was the server restarted without "
-                "persistence?); no report was written",
-                err=True,
-            )
-            sys.exit(exit_codes.NO_SUCH_JOB)
-        state = cluster.job(job_id)
-        seen = True
-        if state.get("phase") in TERMINAL_PHASES:
-            return state
+    state = cluster.job(job_id)
+    while state.get("phase") not in TERMINAL_PHASES:
         if deadline is not None and time.monotonic() >= deadline:
             done, total = _shards(state)
             click.echo(
@@ -327,6 +315,16 @@ def _finished(cluster: _Cluster, job_id: str, timeout: float | None) -> dict[str
             )
             sys.exit(exit_codes.JOB_NOT_FINISHED)
         time.sleep(_POLL_S)
+        found = cluster.store.get(job_id)
+        if found is None:
+            click.echo(
+                f"error: job {job_id} vanished from Redis while it ran (was the server restarted without "
+                "persistence?); no report was written",
+                err=True,
+            )
+            sys.exit(exit_codes.NO_SUCH_JOB)
+        state = found
+    return state
 
 
 def _exit_for(job_id: str, state: dict[str, str]) -> None:

@@ -27,19 +27,20 @@ def upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
     s3_server.upload_tree(SEED / "corpus", bucket, f"{prefix}/corpus", threads=4)
 
 
-def embedded_report(directory: Path) -> bytes:
-    """The report ``eceb evaluate`` writes for the seed (in-process, from disk)."""
-    out = directory / "report.json"
+def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None) -> bytes:
+    """The report ``eceb evaluate`` writes for ``example`` (in-process, from
+    disk: its ``corpus/`` unless ``corpus`` is given), written in ``directory``."""
+    out = directory / f"{example.name}-report.json"
     result = subprocess.run(
         [
             sys.executable,
             "-m",
             "eceb_cli",
             "evaluate",
-            str(SEED / "benchmark.json"),
-            str(SEED / "run.json"),
+            str(example / "benchmark.json"),
+            str(example / "run.json"),
             "--corpus",
-            str(SEED / "corpus"),
+            str(corpus or example / "corpus"),
             "--workers",
             "1",
             "-o",

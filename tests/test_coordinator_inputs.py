@@ -30,6 +30,7 @@ from eceb_worker.inputs import (
     referenced_artifact_ids,
     scan_inputs,
 )
+from tests.dist_support import embedded_report
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "examples" / "enterprise-seed"
@@ -181,31 +182,9 @@ PUBLIC_REPORT = "7fba6ec6f3af8540049ff303304e9cae2240018897f8b81fcdd54852e0e79f2
 TAMPERED_VERIFICATION = "a01a15cc3617f409cfef7687acfba768e002bb7edcbd40eae496e3dab8520f5a"
 
 
-def evaluate_report(example: Path, corpus: Path, out: Path) -> bytes:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eceb_cli",
-            "evaluate",
-            str(example / "benchmark.json"),
-            str(example / "run.json"),
-            "--corpus",
-            str(corpus),
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == exit_codes.TASKS_FAILED, result.stderr
-    return out.read_bytes()
-
-
 def test_eceb_evaluate_reports_are_unchanged(tmp_path: Path) -> None:
-    assert digest(evaluate_report(SEED, SEED / "corpus", tmp_path / "seed.json")) == SEED_REPORT
-    assert digest(evaluate_report(PUBLIC, PUBLIC_CORPUS, tmp_path / "public.json")) == PUBLIC_REPORT
+    assert digest(embedded_report(tmp_path, SEED)) == SEED_REPORT
+    assert digest(embedded_report(tmp_path, PUBLIC, PUBLIC_CORPUS)) == PUBLIC_REPORT
 
 
 def test_eceb_corpus_verify_findings_are_unchanged(tmp_path: Path) -> None:

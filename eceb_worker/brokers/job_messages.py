@@ -10,6 +10,7 @@ from typing import Annotated
 
 import msgspec
 
+from eceb_worker.engine.registry_scan import RegistryShard
 from eceb_worker.storage import StorageSpec
 
 __all__ = [
@@ -87,6 +88,23 @@ class JobRehashMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     start: Annotated[int, msgspec.Meta(ge=0)]
     count: Annotated[int, msgspec.Meta(gt=0)]
     first_path: str
+
+    @classmethod
+    def for_shard(
+        cls, spec: StorageSpec, registry: RegistryRef, shard: RegistryShard, endpoint_url: str | None = None
+    ) -> JobRehashMessage:
+        """The message re-hashing ``shard`` of the checked ``registry``."""
+        return cls(
+            spec=spec,
+            registry=registry.location,
+            endpoint_url=endpoint_url,
+            etag=registry.etag,
+            byte_start=shard.byte_start,
+            byte_end=shard.byte_end,
+            start=shard.start,
+            count=shard.end - shard.start,
+            first_path=shard.first_path,
+        )
 
 
 class EvaluateMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

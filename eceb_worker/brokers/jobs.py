@@ -260,19 +260,7 @@ def coordinate(task: Any, message: dict[str, Any]) -> None:
                 args=(
                     job.job_id,
                     shard.index,
-                    msgspec.to_builtins(
-                        JobRehashMessage(
-                            spec=job.corpus,
-                            registry=registry.location,
-                            endpoint_url=refs.endpoint_url,
-                            etag=registry.etag,
-                            byte_start=shard.byte_start,
-                            byte_end=shard.byte_end,
-                            start=shard.start,
-                            count=shard.end - shard.start,
-                            first_path=shard.first_path,
-                        )
-                    ),
+                    msgspec.to_builtins(JobRehashMessage.for_shard(job.corpus, registry, shard, refs.endpoint_url)),
                 ),
             )
             for shard in scan.shards

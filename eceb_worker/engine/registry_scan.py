@@ -165,6 +165,23 @@ def _lines(block: _Block) -> list[bytes]:
     return lines
 
 
+def _artifact_blocks(stream: IO[bytes], block_bytes: int) -> Iterator[tuple[_Block, list[bytes], int]]:
+    """Each block of ``stream`` with its lines and the position of its first
+    artifact line: past the header (the first line that is not blank)."""
+    header_seen = False
+    for block in _blocks(stream, block_bytes):
+        lines = _lines(block)
+        first = 0
+        if not header_seen:
+            while first < len(lines) and not lines[first].strip():
+                first += 1
+            if first == len(lines):
+                continue
+            header_seen = True
+            first += 1
+        yield block, lines, first
+
+
 class _Ends(Sequence[int]):
     """Byte offsets just past each of ``count`` consecutive lines (newline
     included) whose lengths add up to ``totals``, the first starting at
@@ -523,17 +540,7 @@ def _second_pass(
     ``ids``, the same of the path to ``paths``, the canonical record to
     ``records``. Sorted, keys are grouped by value (no JSON string is a
     proper prefix of another), then ordered by line."""
-    header_seen = False
-    for block in _blocks(stream, block_bytes):
-        lines = _lines(block)
-        first = 0
-        if not header_seen:
-            while first < len(lines) and not lines[first].strip():
-                first += 1
-            if first == len(lines):
-                continue
-            header_seen = True
-            first += 1
+    for block, lines, first in _artifact_blocks(stream, block_bytes):
         artifacts, numbers, _ends = _decoded_block(block, lines, first, "", None)
         if not artifacts:
             continue
@@ -610,19 +617,9 @@ def registry_artifacts(
     artifacts found.
     """
     found: dict[str, Artifact] = {}
-    header_seen = False
-    for block in _blocks(stream, block_bytes):
-        lines = _lines(block)
-        first = 0
-        if not header_seen:
-            while first < len(lines) and not lines[first].strip():
-                first += 1
-            if first == len(lines):
-                continue
-            header_seen = True
-            first += 1
-        candidates = lines[first:]
-        part = block
+    for block, block_lines, block_first in _artifact_blocks(stream, block_bytes):
+        candidates = block_lines[block_first:]
+        part, lines, first = block, block_lines, block_first
         try:
             # Most lines are not wanted: read only their ids, and decode whole the lines that are.
             ids = [line.artifact_id for line in _ID_DECODER.decode_lines(b"\n".join(candidates))]
