@@ -16,7 +16,7 @@ registry as eceb writes it (lines in corpus-root order); ``unsorted`` lists
 the same lines in a scrambled order (``i -> (a*i + b) mod n``), same header.
 
 Then, in a fresh interpreter per case, it does what the coordinating tasks
-of ``eceb-dist`` do (``eceb_worker.brokers.jobs``), stage by stage:
+of ``eceb-dist`` do (``eceb_worker.core.redaction.jobs``), stage by stage:
 
 1. ``eceb.coordinate``: ``scan_inputs`` (check the benchmark, the run's
    header and the registry, scanned as a stream; plan the re-hash as byte
@@ -104,10 +104,10 @@ def generate(directory: Path, artifacts: int) -> None:
     import blake3
     import msgspec
 
-    from eceb_worker.engine.artifacts import RegistryHeader
-    from eceb_worker.engine.benchmark import Benchmark, RegistryReference, Task, task_root
-    from eceb_worker.engine.corpus_root import CORPUS_ROOT_DOMAIN
-    from eceb_worker.engine.run import (
+    from eceb_worker.corpus.artifacts import RegistryHeader
+    from eceb_worker.corpus.corpus_root import CORPUS_ROOT_DOMAIN
+    from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, task_root
+    from eceb_worker.families.eceb.run import (
         BenchmarkReference,
         Configuration,
         Decoding,
@@ -237,13 +237,12 @@ def child(params: dict[str, Any]) -> None:
 
     import msgspec
 
-    from eceb_worker.brokers.job_messages import JobRehashMessage, RegistryRef
-    from eceb_worker.engine.plan import plan_evaluation
-    from eceb_worker.engine.report import encode_report
-    from eceb_worker.engine.run_evaluation import TaskOutcome, evaluate_tasks_of_run
-    from eceb_worker.engine.verification import ShardVerification, reduce_verification
-    from eceb_worker.evaluate import evaluation_task_ids, reduce_outcomes
-    from eceb_worker.inputs import (
+    from eceb_worker.corpus.planning import plan_evaluation
+    from eceb_worker.corpus.storage import StorageSpec
+    from eceb_worker.corpus.verification import ShardVerification, reduce_verification
+    from eceb_worker.families.eceb.report import encode_report
+    from eceb_worker.families.eceb.shards import TaskOutcome, evaluate_tasks_of_run
+    from eceb_worker.pipeline.inputs import (
         InputReader,
         RunInputs,
         load_inputs,
@@ -251,7 +250,8 @@ def child(params: dict[str, Any]) -> None:
         load_run_inputs,
         scan_inputs,
     )
-    from eceb_worker.storage import StorageSpec
+    from eceb_worker.pipeline.jobs import evaluation_task_ids, reduce_outcomes
+    from eceb_worker.pipeline.messages import JobRehashMessage, RegistryRef
 
     directory = Path(params["directory"])
     benchmark_path, run_path = directory / "benchmark.json", directory / "run.json"
@@ -268,7 +268,7 @@ def child(params: dict[str, Any]) -> None:
         first = shard.registry.shards[len(shard.registry.shards) // 2]
         del shard
         stage("(scan again, to find a shard's range)")
-        from eceb_worker.engine.registry_scan import registry_range_artifacts
+        from eceb_worker.corpus.registry import registry_range_artifacts
 
         data = InputReader().read_range(directory / "registry.jsonl", first.byte_start, first.byte_end)
         artifacts = registry_range_artifacts(

@@ -86,7 +86,7 @@ from synthetic import (
     log,
 )
 
-from eceb_worker.engine.plan import DEFAULT_SHARD_BYTES, DEFAULT_TASK_BYTES, group_shards, plan_rehash
+from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES, DEFAULT_TASK_BYTES, group_shards, plan_rehash
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
@@ -109,9 +109,10 @@ def inprocess_child(params: dict[str, Any]) -> None:
     """
     if params["cpu"] is not None:
         os.sched_setaffinity(0, {params["cpu"]})
-    from eceb_worker.corpus import load_registry, verify_corpus
+    from eceb_worker.pipeline.inputs import load_registry
+from eceb_worker.pipeline.jobs import verify_corpus
     from eceb_worker.executors import InProcessExecutor
-    from eceb_worker.storage import StorageSpec
+    from eceb_worker.corpus.storage import StorageSpec
 
     registry = load_registry(Path(params["registry"]))
     spec = StorageSpec(source=params["files"])
@@ -260,7 +261,7 @@ class CpuMeter:
 
 
 def run_celery(executor: Any, registry: Any, spec: Any, shard_bytes: int, meter: CpuMeter) -> Sample:
-    from eceb_worker.corpus import verify_corpus
+    from eceb_worker.pipeline.jobs import verify_corpus
 
     before = meter.read()
     started = time.perf_counter()
@@ -304,7 +305,7 @@ def celery_worker(broker_url: str, cpu: int | None, log_dir: Path) -> Iterator[A
 def consuming(app: Any, worker: str, *, on: bool) -> None:
     """Make ``worker`` consume eceb's queue again, or stop consuming it (Celery
     remote control; the worker stays up, idle)."""
-    from eceb_worker.brokers.celery_app import QUEUE
+    from eceb_worker.cluster.app import QUEUE
 
     control = app.control.add_consumer if on else app.control.cancel_consumer
     replies = control(QUEUE, destination=[worker], reply=True, timeout=10)
@@ -350,10 +351,10 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
         sys.path.insert(0, str(ROOT))  # tests/redis_server.py starts redis-server and the workers
     import redis
 
-    from eceb_worker.brokers.celery_app import make_app
-    from eceb_worker.brokers.celery_executor import CeleryExecutor
-    from eceb_worker.corpus import load_registry
-    from eceb_worker.storage import StorageSpec
+    from eceb_worker.cluster.app import make_app
+    from eceb_worker.core.redaction.celery_executor import CeleryExecutor
+    from eceb_worker.pipeline.inputs import load_registry
+    from eceb_worker.corpus.storage import StorageSpec
     from tests.redis_server import running_redis
 
     started = time.perf_counter()

@@ -23,11 +23,11 @@ from pathlib import Path
 import blake3
 import msgspec
 
-from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
-from eceb_worker.engine.registry import build_registry, registry_lines
-from eceb_worker.engine.report import encode_report
-from eceb_worker.engine.run import (
+from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.corpus.registry import build_registry, registry_lines
+from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
+from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.run import (
     BenchmarkReference,
     Configuration,
     Decoding,
@@ -39,8 +39,8 @@ from eceb_worker.engine.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.evaluate import evaluate_verified
-from eceb_worker.inputs import load_inputs
+from eceb_worker.pipeline.inputs import load_inputs
+from eceb_worker.pipeline.jobs import evaluate_verified
 
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
 LADDER = (256, 512, 1024, 2048)

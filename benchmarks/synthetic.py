@@ -177,12 +177,12 @@ def ensure_corpus(corpus: SyntheticCorpus, *, workers: int | None = None) -> Non
     """Generate the files, write the rules and register the corpus with
     eceb's ``register_corpus``, unless a complete corpus with the same
     parameters is there already."""
-    from eceb_worker.corpus import register_corpus
-    from eceb_worker.engine.registry import registry_lines
-    from eceb_worker.engine.rules import parse_rules
+    from eceb_worker.corpus.registry import registry_lines
+    from eceb_worker.corpus.rules import parse_rules
+    from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.executors import InProcessExecutor
-    from eceb_worker.files import atomic_write
-    from eceb_worker.storage import StorageSpec
+    from eceb_worker.io.files import atomic_write
+    from eceb_worker.pipeline.register import register_corpus
 
     sizes = corpus.sizes()
     if _is_current(corpus, sizes):

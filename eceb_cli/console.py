@@ -15,8 +15,9 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, OutputError, StorageError, VerificationError
+from eceb_worker.settings import read_setting
 
-__all__ = ["default_workers", "handle_errors", "progress", "report_input_error"]
+__all__ = ["default_workers", "endpoint", "handle_errors", "progress", "report_input_error"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,16 +39,16 @@ def handle_errors(command: F) -> F:
             return command(*args, **kwargs)
         except InputError as exc:
             report_input_error(exc)
-            sys.exit(exit_codes.BAD_INPUT)
+            sys.exit(exit_codes.for_error(exc))
         except VerificationError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(exit_codes.VERIFICATION_FAILED)
+            sys.exit(exit_codes.for_error(exc))
         except StorageError as exc:
             click.echo(f"error: storage: {exc}", err=True)
-            sys.exit(exit_codes.STORAGE)
+            sys.exit(exit_codes.for_error(exc))
         except OutputError as exc:
             click.echo(f"error: output: {exc}", err=True)
-            sys.exit(exit_codes.OUTPUT)
+            sys.exit(exit_codes.for_error(exc))
         except KeyboardInterrupt:
             click.echo("interrupted; nothing was written", err=True)
             sys.exit(exit_codes.INTERRUPTED)
@@ -55,11 +56,28 @@ def handle_errors(command: F) -> F:
             raise
         except Exception as exc:
             click.echo(f"internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
-            if os.environ.get("ECEB_DEBUG"):
+            if _debug():
                 raise
             sys.exit(exit_codes.INTERNAL)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _debug() -> bool:
+    """``ECEB_DEBUG`` is set: show the traceback of an internal error."""
+    try:
+        return bool(read_setting("debug"))
+    except ValueError:
+        return False
+
+
+def endpoint(endpoint_url: str | None) -> str | None:
+    """The S3 endpoint: ``--endpoint-url``, else ``ECEB_S3_ENDPOINT_URL``
+    (:mod:`eceb_worker.settings`)."""
+    if endpoint_url:
+        return endpoint_url
+    value: str | None = read_setting("s3_endpoint_url")
+    return value
 
 
 def default_workers() -> int:

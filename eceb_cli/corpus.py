@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
-import msgspec
 
 from eceb_cli import exit_codes
-from eceb_cli.console import default_workers, handle_errors, progress
-from eceb_worker.corpus import load_registry, register_corpus, verify_corpus
-from eceb_worker.engine.plan import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
-from eceb_worker.engine.registry import registry_lines
-from eceb_worker.engine.verification import VerificationReport
+from eceb_cli.console import default_workers, endpoint, handle_errors, progress
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
+from eceb_worker.corpus.registry import registry_lines
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import VerificationReport, encode_verification
 from eceb_worker.executors import InProcessExecutor
-from eceb_worker.files import atomic_write, check_writable, read_input
-from eceb_worker.storage import StorageSpec
+from eceb_worker.io.files import atomic_write, check_writable, read_input
+from eceb_worker.pipeline.inputs import load_registry
+from eceb_worker.pipeline.jobs import verify_corpus
+from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
+from eceb_worker.render.text import finding_lines, verification_verdict
 
-__all__ = ["corpus", "print_findings", "source_options"]
-
-_JSON = msgspec.json.Encoder(order="sorted")
+__all__ = ["advance_by", "corpus", "print_findings", "print_verification", "source_options"]
 
 
 def source_options(function: click.decorators.FC) -> click.decorators.FC:
@@ -29,7 +30,6 @@ def source_options(function: click.decorators.FC) -> click.decorators.FC:
         [
             click.option(
                 "--endpoint-url",
-                envvar="ECEB_S3_ENDPOINT_URL",
                 help="S3-compatible endpoint for s3:// sources (MinIO, Ceph, ...). Env: ECEB_S3_ENDPOINT_URL.",
             ),
             click.option(
@@ -90,11 +90,12 @@ def register(
     no rule classifies is an error: every such file is listed, nothing is
     written.
     """
-    from eceb_worker.engine.rules import parse_rules  # glob matching: only registering needs it
+    from eceb_worker.corpus.rules import parse_rules  # glob matching: only registering needs it
+    from eceb_worker.pipeline.register import register_corpus
 
     check_writable(output)
     rules = parse_rules(read_input(rules_path), str(rules_path))
-    spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
+    spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
     totals: dict[str, int] = {}
 
     def listed(files: int, size: int) -> None:
@@ -107,7 +108,7 @@ def register(
             rules_name=str(rules_path),
             executor=InProcessExecutor(workers),
             shard_bytes=shard_bytes,
-            on_batch=lambda batch: advance(len(batch)),
+            on_answer=advance_by(advance),
             on_listed=listed,
         )
     atomic_write(output, registry_lines(registry))
@@ -147,43 +148,46 @@ def verify(
     5 when the storage cannot be read at all.
     """
     registry = load_registry(registry_path)
-    spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
-    with progress("verifying", total=len(registry.artifacts)) as advance:
+    spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
+    with progress("verifying", total=registry.artifact_count) as advance:
         report = verify_corpus(
             registry,
             spec,
             executor=InProcessExecutor(workers),
             shard_bytes=shard_bytes,
-            on_shard=lambda shard: advance(shard.checked),
+            on_answer=advance_by(advance),
+            registry_location=str(registry_path),
         )
+    print_verification(report, as_json=as_json)
+
+
+def advance_by(advance: Callable[[int], object]) -> Callable[[ShardAnswer], None]:
+    """A progress callback of shard answers: ``advance`` by the files each checked or hashed."""
+
+    def on_answer(answer: ShardAnswer) -> None:
+        if isinstance(answer, RehashAnswer):
+            advance(answer.verification.checked)
+        elif isinstance(answer, HashAnswer):
+            advance(len(answer.outcomes))
+
+    return on_answer
+
+
+def print_verification(report: VerificationReport, *, as_json: bool) -> None:
+    """Print a verification report as ``eceb corpus verify`` does (its JSON
+    on stdout, or its findings on stderr and its verdict), then exit 4
+    unless every artifact verified."""
     if as_json:
-        sys.stdout.buffer.write(_JSON.encode(report) + b"\n")
+        sys.stdout.buffer.write(encode_verification(report))
+        sys.stdout.flush()
     else:
-        _print_report(report)
+        print_findings(report)
+        click.echo(verification_verdict(report))
     if not report.ok:
         sys.exit(exit_codes.VERIFICATION_FAILED)
 
 
 def print_findings(report: VerificationReport) -> None:
     """Print one line per failing artifact on stderr."""
-    for finding in report.findings:
-        line = f"{finding.status.upper()}  {finding.path}"
-        if finding.artifact_id != finding.path:
-            line += f"  (artifact {finding.artifact_id})"
-        if finding.status == "stale":
-            line += (
-                f"  expected {finding.expected_digest} ({finding.expected_size} bytes),"
-                f" found {finding.observed_digest} ({finding.observed_size} bytes)"
-            )
-        elif finding.detail:
-            line += f"  {finding.detail}"
+    for line in finding_lines(report):
         click.echo(line, err=True)
-
-
-def _print_report(report: VerificationReport) -> None:
-    print_findings(report)
-    verdict = "verified" if report.ok else "FAILED"
-    click.echo(
-        f"{verdict}: {report.verified_count}/{report.artifact_count} artifacts match "
-        f"({report.bytes_hashed} bytes hashed) from {report.source}; corpus root {report.corpus_root}"
-    )

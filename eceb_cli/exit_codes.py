@@ -1,11 +1,12 @@
-"""Exit codes of the ``eceb`` commands (documented in README.md, "Exit codes").
+"""Exit codes of the ``eceb`` and ``eceb-dist`` commands, in one place
+(documented in README.md, "Exit codes").
 
 ======  ==========================================================
 code    meaning
 ======  ==========================================================
 0       success: the corpus verified / all tasks pass
 1       evaluated, with failing tasks (``eceb evaluate``)
-2       usage error: unknown option, missing argument (click)
+2       usage error: unknown option, missing argument, a bad setting (click)
 3       bad input: a registry, rules, benchmark or run file is invalid
 4       corpus verification failed: missing, stale, unreadable or
         escaping artifacts
@@ -20,11 +21,17 @@ code    meaning
         ``eceb-dist result`` asked too early); try again later
 130     interrupted (Ctrl-C); 143: terminated (SIGTERM)
 ======  ==========================================================
+
+:func:`for_error` and :func:`for_kind` are the one mapping from eceb's
+errors (:mod:`eceb_worker.errors`), raised here or recorded by a cluster
+job, to these codes.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from eceb_worker.errors import EcebError, ErrorKind
 
 __all__ = [
     "BAD_INPUT",
@@ -40,6 +47,8 @@ __all__ = [
     "TERMINATED",
     "USAGE",
     "VERIFICATION_FAILED",
+    "for_error",
+    "for_kind",
 ]
 
 OK: Final = 0
@@ -55,3 +64,21 @@ JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 INTERRUPTED: Final = 130
 TERMINATED: Final = 143
+
+_BY_KIND: Final = {
+    ErrorKind.INPUT: BAD_INPUT,
+    ErrorKind.VERIFICATION: VERIFICATION_FAILED,
+    ErrorKind.STORAGE: STORAGE,
+    ErrorKind.OUTPUT: OUTPUT,
+    ErrorKind.INTERNAL: INTERNAL,
+}
+
+
+def for_kind(kind: ErrorKind) -> int:
+    """The exit code of a job that failed for ``kind``."""
+    return _BY_KIND[kind]
+
+
+def for_error(error: EcebError) -> int:
+    """The exit code of ``error``."""
+    return for_kind(ErrorKind.of(error))

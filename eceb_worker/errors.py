@@ -8,19 +8,27 @@ Hierarchy::
     ├── OutputError              an output file cannot be written (nothing was)
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
-        ├── ShardLostError       a distributed task was delivered too often: the
-                                 worker process running it died each time
+        ├── ShardFailedError     a shard of a distributed job did not complete
+        │   │                    (failed after its retries, or never answered):
+        │   │                    final, never retried
+        │   └── ShardLostError   delivered too often: the worker process
+        │                        running it died each time
         └── ArtifactReadError    one artifact could not be read
             ├── ArtifactMissing         no object at the artifact's path
             ├── ArtifactOutsideCorpus   the path resolves outside the corpus directory
             └── ArtifactUnreadable      the object exists but its bytes cannot be read
 
-The CLI maps each class to an exit code (``eceb_cli.exit_codes``). Messages
+The CLI maps each class to an exit code (``eceb_cli.exit_codes``); a
+cluster job records the kind of error that ended it
+(:class:`ErrorKind`). Messages
 never contain credentials: storage locations are always given in their
 redacted form.
 """
 
 from __future__ import annotations
+
+import enum
+from typing import Final
 
 import msgspec
 
@@ -30,9 +38,11 @@ __all__ = [
     "ArtifactReadError",
     "ArtifactUnreadable",
     "EcebError",
+    "ErrorKind",
     "InputError",
     "OutputError",
     "Problem",
+    "ShardFailedError",
     "ShardLostError",
     "StorageError",
     "VerificationError",
@@ -87,7 +97,7 @@ class InputError(EcebError):
 class VerificationError(EcebError):
     """The corpus differs from its registry: missing, stale, unreadable or
     escaping artifacts (ECEB-0.1 §5). ``report`` is the full verification
-    report (an ``eceb_worker.engine.verification.VerificationReport``).
+    report (an ``eceb_worker.corpus.verification.VerificationReport``).
     """
 
     def __init__(self, message: str, report: object) -> None:
@@ -104,10 +114,15 @@ class StorageError(EcebError):
     """A storage backend failed as a whole; no artifact was judged by it."""
 
 
-class ShardLostError(StorageError):
-    """A task of a distributed job or re-hash was delivered more often than
+class ShardFailedError(StorageError):
+    """A shard of a distributed job did not complete: it failed after its
+    retries, or the job's answers do not cover its plan. Final: never retried."""
+
+
+class ShardLostError(ShardFailedError):
+    """A task of a distributed job was delivered more often than
     ``ECEB_MAX_DELIVERIES``: the worker process running it died each time
-    (see :mod:`eceb_worker.brokers.deliveries`). Not retried."""
+    (see :mod:`eceb_worker.cluster.deliveries`)."""
 
 
 class ArtifactReadError(StorageError):
@@ -131,3 +146,30 @@ class ArtifactUnreadable(ArtifactReadError):
     """The artifact exists but its bytes could not be read (permissions, I/O
     error, not a regular file).
     """
+
+
+class ErrorKind(enum.Enum):
+    """Why a job failed, as its state records it; each has its exit code
+    (``eceb_cli.exit_codes``)."""
+
+    INPUT = "input"
+    VERIFICATION = "verification"
+    STORAGE = "storage"
+    OUTPUT = "output"
+    INTERNAL = "internal"
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorKind:
+        """The kind of ``error`` (an eceb error by its class; anything else is internal)."""
+        for kind, error_type in _ERROR_TYPES:
+            if isinstance(error, error_type):
+                return kind
+        return cls.INTERNAL
+
+
+_ERROR_TYPES: Final[tuple[tuple[ErrorKind, type[EcebError]], ...]] = (
+    (ErrorKind.INPUT, InputError),
+    (ErrorKind.VERIFICATION, VerificationError),
+    (ErrorKind.OUTPUT, OutputError),
+    (ErrorKind.STORAGE, StorageError),
+)

@@ -1,3 +1,29 @@
-"""Shared fixtures. Service fixtures (loopback S3 server, Redis, ...) live in their own modules."""
+"""Shared fixtures, and the tiers: every test is marked by its folder.
 
-pytest_plugins = ["tests.s3_server", "tests.redis_server"]
+- ``tests/unit``: the pure core and the families, in this process; the quick
+  loop (``pytest tests/unit`` or ``pytest -m unit``).
+- ``tests/integration``: real files, processes, a loopback S3 server and the
+  command lines.
+- ``tests/cluster``: real Celery workers over a real Redis, and faults.
+
+Service fixtures (the loopback S3 server, Redis, Celery workers) live in
+``tests/support``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["tests.support.s3_server", "tests.support.redis_server"]
+
+_TIERS = ("unit", "integration", "cluster")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier, the folder it lives in."""
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in _TIERS:
+            item.add_marker(getattr(pytest.mark, tier))

@@ -1,7 +1,9 @@
-"""Executors run a shard plan: in this process or a local process pool
-(:mod:`eceb_worker.executors.inprocess`, the embedded default) or on a
-cluster. Every executor runs the same engine map functions."""
+"""Executors run a job's map stages (:class:`~eceb_worker.pipeline.jobs.Executor`):
+:class:`~eceb_worker.executors.inprocess.InProcessExecutor` in this process
+and helper processes (the embedded default); the cluster runs them as
+Celery chords (:mod:`eceb_worker.cluster.tasks`). Every executor runs the
+same shard tasks (:class:`~eceb_worker.pipeline.shards.Workspace`)."""
 
-from eceb_worker.executors.inprocess import InProcessExecutor, ShardExecutor
+from eceb_worker.executors.inprocess import InProcessExecutor
 
-__all__ = ["InProcessExecutor", "ShardExecutor"]
+__all__ = ["InProcessExecutor"]

@@ -2,12 +2,13 @@
 
 A helper is a fresh interpreter (``python -c``, never a fork: BLAKE3's
 thread pool does not survive one) that imports only what hashing needs and
-serves requests read from its standard input, one at a time, answering each
-on its standard output before reading the next. Messages are MessagePack
-(msgspec), each preceded by its length in bytes (4 bytes, big-endian): a
-shard travels as two lists of strings (paths and expected digests), not as
-pickled ``Artifact`` structs, and a verification answer holds only a byte
-count and the failures.
+serves shard tasks (:data:`~eceb_worker.pipeline.messages.ShardTask`) read
+from its standard input, one at a time, answering each on its standard
+output before reading the next, with the same
+:class:`~eceb_worker.pipeline.shards.Workspace` a Celery worker runs them
+with. Messages are MessagePack (msgspec, never pickle), each preceded by its
+length in bytes (4 bytes, big-endian): a re-hash shard travels as its
+artifacts' records, and its answer holds only counts and findings.
 
 This costs far less than ``multiprocessing`` with ``spawn`` (measured: about
 50 ms instead of 110 ms from start to first answer): no resource tracker
@@ -25,14 +26,14 @@ from typing import IO, TYPE_CHECKING, Final
 
 import msgspec
 
-from eceb_worker.engine.verification import DigestCheck, HashOutcome, check_digests, hash_paths
 from eceb_worker.errors import StorageError
-from eceb_worker.storage import StorageSpec, shared_storage
+from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
+from eceb_worker.pipeline.shards import Workspace
 
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["CheckRequest", "HashRequest", "HelperProcess", "serve"]
+__all__ = ["HelperProcess", "serve"]
 
 _LENGTH_BYTES: Final = 4
 _HELPER_CODE: Final = "from eceb_worker.executors.helpers import serve; serve()"
@@ -40,34 +41,7 @@ _EXIT_SECONDS: Final = 10.0
 """How long a helper whose input was closed gets to exit before it is killed."""
 
 
-class CheckRequest(msgspec.Struct, frozen=True, tag="check", array_like=True):
-    """Verify paths against expected digests (same positions); answered by :class:`Checked`."""
-
-    spec: StorageSpec
-    paths: list[str]
-    digests: list[str]
-
-
-class HashRequest(msgspec.Struct, frozen=True, tag="hash", array_like=True):
-    """Hash paths (registration); answered by :class:`Hashed`."""
-
-    spec: StorageSpec
-    paths: list[str]
-
-
-class Checked(msgspec.Struct, frozen=True, tag="checked", array_like=True):
-    """Answer to a :class:`CheckRequest`."""
-
-    result: DigestCheck
-
-
-class Hashed(msgspec.Struct, frozen=True, tag="hashed", array_like=True):
-    """Answer to a :class:`HashRequest`: one outcome per path, in order."""
-
-    outcomes: list[HashOutcome]
-
-
-class Failed(msgspec.Struct, frozen=True, tag="failed", array_like=True):
+class Failed(msgspec.Struct, frozen=True, tag="helper-failed"):
     """A request failed as a whole.
 
     Fields:
@@ -80,12 +54,11 @@ class Failed(msgspec.Struct, frozen=True, tag="failed", array_like=True):
     message: str
 
 
-Request = CheckRequest | HashRequest
-Answer = Checked | Hashed | Failed
+Reply = ShardAnswer | Failed
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
-_REQUEST_DECODER: Final = msgspec.msgpack.Decoder(Request)
-_ANSWER_DECODER: Final = msgspec.msgpack.Decoder(Answer)
+_REQUEST_DECODER: Final = msgspec.msgpack.Decoder(ShardTask)
+_REPLY_DECODER: Final = msgspec.msgpack.Decoder(Reply)
 
 
 def _write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -115,13 +88,6 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
     return _read_exactly(stream, int.from_bytes(header, "big")) or b""
 
 
-def _answer(request: Request) -> Answer:
-    storage = shared_storage(request.spec)
-    if isinstance(request, CheckRequest):
-        return Checked(result=check_digests(storage, request.paths, request.digests, threads=storage.concurrency))
-    return Hashed(outcomes=hash_paths(storage, request.paths, threads=storage.concurrency))
-
-
 def serve() -> None:
     """A helper's main loop: answer requests from standard input until it closes.
 
@@ -136,11 +102,12 @@ def serve() -> None:
     requests = sys.stdin.buffer
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray output goes to stderr, never into an answer
+    workspace = Workspace()
     try:
         while (frame := _read_frame(requests)) is not None:
-            answer: Answer
+            answer: Reply
             try:
-                answer = _answer(_REQUEST_DECODER.decode(frame))
+                answer = workspace.run(_REQUEST_DECODER.decode(frame))
             except StorageError as exc:
                 answer = Failed(storage=True, message=str(exc))
             except Exception:  # reported to the parent, which raises it
@@ -168,7 +135,7 @@ class HelperProcess:
             [sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
 
-    def call(self, request: Request) -> Checked | Hashed:
+    def call(self, request: ShardTask) -> ShardAnswer:
         """Send ``request`` and wait for its answer.
 
         Raises ``StorageError`` when the storage failed as a whole,
@@ -184,7 +151,7 @@ class HelperProcess:
             raise RuntimeError(f"helper process {process.pid} failed: {exc}") from exc
         if frame is None:
             raise RuntimeError(f"helper process {process.pid} exited (status {process.wait()})")
-        answer = _ANSWER_DECODER.decode(frame)
+        answer = _REPLY_DECODER.decode(frame)
         if isinstance(answer, Failed):
             if answer.storage:
                 raise StorageError(answer.message)

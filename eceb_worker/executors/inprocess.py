@@ -1,4 +1,4 @@
-"""The embedded executor: shards run in this process and, when there is
+"""The embedded executor: shard tasks run in this process and, when there is
 enough work to pay for them, in helper processes too (fresh interpreters,
 never forks: BLAKE3's thread pool does not survive a fork; see
 :mod:`eceb_worker.executors.helpers`).
@@ -12,71 +12,34 @@ the last shards finish together.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Final, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Final
 
-from eceb_worker.engine.artifacts import Artifact
-from eceb_worker.engine.plan import DEFAULT_FILE_COST_BYTES, RehashShard
-from eceb_worker.engine.verification import (
-    HashOutcome,
-    ShardVerification,
-    hash_paths,
-    shard_verification,
-    verify_artifacts,
-)
-from eceb_worker.executors.helpers import Checked, CheckRequest, Hashed, HashRequest, HelperProcess, Request
-from eceb_worker.storage import StorageSpec, shared_storage
-from eceb_worker.storage.local import LARGE_FILE_BYTES
+from eceb_worker.executors.helpers import HelperProcess
+from eceb_worker.pipeline.jobs import AnswerCallback, MapStage
+from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
+from eceb_worker.pipeline.shards import Workspace
 
-__all__ = ["HELPER_MIN_WORK_BYTES", "InProcessExecutor", "ShardExecutor"]
+__all__ = ["HELPER_MIN_WORK_BYTES", "InProcessExecutor"]
 
 HELPER_MIN_WORK_BYTES: Final = 512 * 1024 * 1024
 """Single-core work, in byte-equivalents, that pays for one helper process:
 about 0.12 s, twice what a helper takes to start (some 50 ms before it
 hashes its first file). Counted for a local corpus as the bytes of files
-under ``LARGE_FILE_BYTES`` plus ``DEFAULT_FILE_COST_BYTES`` per such file;
-larger files are hashed on all cores wherever they run, so a corpus of large
-files is hashed in this process alone. About 15,000 files of 4 KiB per
-helper."""
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class ShardExecutor(Protocol):
-    """Runs re-hash shards against one corpus and returns their results.
-
-    ``on_result`` is called in the caller's thread once per finished shard,
-    in completion order (for progress display). Results come back in shard
-    order.
-    """
-
-    def rehash(
-        self,
-        spec: StorageSpec,
-        artifacts: Sequence[Artifact],
-        shards: Sequence[RehashShard],
-        on_result: Callable[[ShardVerification], object] | None = None,
-    ) -> list[ShardVerification]:
-        """Verify every shard of ``artifacts`` (ECEB-0.1 §5)."""
-        ...
-
-    def hash_paths(
-        self,
-        spec: StorageSpec,
-        batches: Sequence[Sequence[str]],
-        on_result: Callable[[list[HashOutcome]], object] | None = None,
-    ) -> list[list[HashOutcome]]:
-        """Hash every batch of paths (used to register a corpus)."""
-        ...
+under ``LARGE_FILE_BYTES`` plus ``DEFAULT_FILE_COST_BYTES`` per such file
+(:attr:`~eceb_worker.pipeline.jobs.MapStage.single_core_bytes`); larger
+files are hashed on all cores wherever they run, so a corpus of large files
+is hashed in this process alone. About 15,000 files of 4 KiB per helper."""
 
 
 class InProcessExecutor:
-    """Runs shards in this process, helped by up to ``workers - 1`` helper
-    processes when the work pays for them (see :data:`HELPER_MIN_WORK_BYTES`).
+    """Runs a map stage's tasks in this process, helped by up to
+    ``workers - 1`` helper processes when the work pays for them (see
+    :data:`HELPER_MIN_WORK_BYTES`): an :class:`~eceb_worker.pipeline.jobs.Executor`.
 
-    Raises whatever a shard raises (``StorageError`` for a failing storage);
-    shards not started yet are dropped and helpers stopped first.
+    Raises whatever a task raises (``StorageError`` for a failing storage);
+    tasks not started yet are dropped and helpers stopped first. Raises
+    ValueError for ``workers`` below 1.
     """
 
     def __init__(self, workers: int = 1) -> None:
@@ -84,91 +47,47 @@ class InProcessExecutor:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.workers = workers
 
-    def rehash(
-        self,
-        spec: StorageSpec,
-        artifacts: Sequence[Artifact],
-        shards: Sequence[RehashShard],
-        on_result: Callable[[ShardVerification], object] | None = None,
-    ) -> list[ShardVerification]:
-        """Verify every shard; see :class:`ShardExecutor`."""
-        if spec.is_s3:
-            helpers = len(shards) - 1
+    def map(self, stage: MapStage, workspace: Workspace, on_answer: AnswerCallback | None = None) -> list[ShardAnswer]:
+        """Run every task of ``stage``; answers in task order."""
+        tasks = stage.tasks
+        if stage.single_core_bytes is None:
+            helpers = len(tasks) - 1
         else:
-            small = [a.size_bytes for a in artifacts if a.size_bytes < LARGE_FILE_BYTES]
-            helpers = (sum(small) + DEFAULT_FILE_COST_BYTES * len(small)) // HELPER_MIN_WORK_BYTES
-
-        def here(shard: RehashShard) -> ShardVerification:
-            storage = shared_storage(spec)
-            part = artifacts[shard.start : shard.end]
-            return verify_artifacts(storage, part, start=shard.start, threads=storage.concurrency)
-
-        def request(shard: RehashShard) -> Request:
-            part = artifacts[shard.start : shard.end]
-            return CheckRequest(spec=spec, paths=[a.path for a in part], digests=[a.source_digest for a in part])
-
-        def result(shard: RehashShard, answer: Checked | Hashed) -> ShardVerification:
-            assert isinstance(answer, Checked)
-            return shard_verification(artifacts[shard.start : shard.end], answer.result, start=shard.start)
-
-        return self._share(shards, helpers, here, request, result, on_result)
-
-    def hash_paths(
-        self,
-        spec: StorageSpec,
-        batches: Sequence[Sequence[str]],
-        on_result: Callable[[list[HashOutcome]], object] | None = None,
-    ) -> list[list[HashOutcome]]:
-        """Hash every batch of paths; see :class:`ShardExecutor`."""
-
-        def here(batch: Sequence[str]) -> list[HashOutcome]:
-            storage = shared_storage(spec)
-            return hash_paths(storage, batch, threads=storage.concurrency)
-
-        def request(batch: Sequence[str]) -> Request:
-            return HashRequest(spec=spec, paths=list(batch))
-
-        def result(_: Sequence[str], answer: Checked | Hashed) -> list[HashOutcome]:
-            assert isinstance(answer, Hashed)
-            return answer.outcomes
-
-        return self._share(batches, len(batches) - 1, here, request, result, on_result)
+            helpers = stage.single_core_bytes // HELPER_MIN_WORK_BYTES
+        return self._share(tasks, helpers, workspace, on_answer)
 
     def _share(
         self,
-        tasks: Sequence[T],
+        tasks: Sequence[ShardTask],
         helpers: int,
-        here: Callable[[T], R],
-        request: Callable[[T], Request],
-        result: Callable[[T, Checked | Hashed], R],
-        on_result: Callable[[R], object] | None,
-    ) -> list[R]:
-        """Run every task once and return the results in task order.
+        workspace: Workspace,
+        on_answer: AnswerCallback | None,
+    ) -> list[ShardAnswer]:
+        """Run every task once and return the answers in task order.
 
-        This thread runs ``here(task)`` on tasks taken from the end; each of
+        This thread runs tasks taken from the end with ``workspace``; each of
         up to ``helpers`` helper processes (capped by ``workers - 1`` and
-        ``len(tasks) - 1``) answers ``request(task)`` for tasks taken from
-        the start, fed by a thread of its own, and ``result`` turns its
-        answer into the task's result. ``on_result`` runs in this thread.
+        ``len(tasks) - 1``) answers tasks taken from the start, fed by a
+        thread of its own. ``on_answer`` runs in this thread.
         """
         helpers = max(0, min(helpers, self.workers - 1, len(tasks) - 1))
-        results: list[R | None] = [None] * len(tasks)
+        results: list[ShardAnswer | None] = [None] * len(tasks)
 
-        def done(index: int, value: R) -> None:
+        def done(index: int, value: ShardAnswer) -> None:
             results[index] = value
-            if on_result is not None:
-                on_result(value)
+            if on_answer is not None:
+                on_answer(value)
 
         if helpers == 0:
             for index, task in enumerate(tasks):
-                done(index, here(task))
+                done(index, workspace.run(task))
             return [r for r in results if r is not None]
 
         import queue
         import threading
 
         waiting = deque(range(len(tasks)))  # popleft by feeders, pop by this thread: both atomic
-        finished: queue.SimpleQueue[tuple[int, R] | BaseException | None] = queue.SimpleQueue()
+        finished: queue.SimpleQueue[tuple[int, ShardAnswer] | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
         def feed(helper: HelperProcess) -> None:
@@ -178,7 +97,7 @@ class InProcessExecutor:
                         index = waiting.popleft()
                     except IndexError:
                         break
-                    finished.put((index, result(tasks[index], helper.call(request(tasks[index])))))
+                    finished.put((index, helper.call(tasks[index])))
                 helper.close()
             except BaseException as exc:  # handed to the caller's thread, which raises it
                 finished.put(exc)
@@ -216,7 +135,7 @@ class InProcessExecutor:
                     index = waiting.pop()
                 except IndexError:
                     break
-                done(index, here(tasks[index]))
+                done(index, workspace.run(tasks[index]))
             while ended < len(feeders):
                 ended += drain(block=True)
         except BaseException:

@@ -15,11 +15,11 @@ from typing import Any
 
 import blake3
 
-from eceb_worker.engine.benchmark import Benchmark, query_digest, task_root
-from eceb_worker.engine.registry import read_registry
+from eceb_worker.corpus.registry import read_registry
+from eceb_worker.families.eceb.benchmark import Benchmark, query_digest, task_root
 
 HERE = Path(__file__).resolve().parent
-REGISTRY = read_registry((HERE / "registry.jsonl").open("rb"), "registry.jsonl")
+REGISTRY = read_registry((HERE / "registry.jsonl").read_bytes(), "registry.jsonl")
 DIGEST = {a.artifact_id: a.source_digest for a in REGISTRY.artifacts}
 STALE = blake3.blake3(b"an older revision").hexdigest()
 

@@ -44,16 +44,15 @@ from typing import Any, Final
 import blake3
 import msgspec
 
-from eceb_worker.engine.benchmark import Benchmark, Task, query_digest, task_root
-from eceb_worker.engine.registry import Registry, read_registry
+from eceb_worker.corpus.registry import Registry, read_registry
+from eceb_worker.families.eceb.benchmark import Benchmark, Task, query_digest, task_root
 
 HERE: Final = Path(__file__).resolve().parent
 BENCHMARK: Final = msgspec.json.decode((HERE / "benchmark.json").read_bytes(), type=Benchmark)
 
 
 def _load_registry() -> Registry:
-    with (HERE / BENCHMARK.registry.path).open("rb") as stream:
-        return read_registry(stream, BENCHMARK.registry.path)
+    return read_registry((HERE / BENCHMARK.registry.path).read_bytes(), BENCHMARK.registry.path)
 
 
 REGISTRY: Final = _load_registry()

@@ -1,0 +1,13 @@
+"""The cluster: a job's steps as Celery tasks over Redis, and the only
+place that imports celery, kombu or redis.
+
+- :mod:`~eceb_worker.cluster.app`: the Celery application and its settings
+  (``celery -A eceb_worker.cluster.app worker``; JSON only, late acks).
+- :mod:`~eceb_worker.cluster.tasks`: the tasks, thin wrappers over the
+  pipeline's steps (:mod:`eceb_worker.pipeline.jobs`).
+- :mod:`~eceb_worker.cluster.retry`: the one retry policy of every task.
+- :mod:`~eceb_worker.cluster.deliveries`: the bound on redeliveries of a task
+  whose worker process dies.
+- :mod:`~eceb_worker.cluster.state`: a job's state in Redis.
+- :mod:`~eceb_worker.cluster.client`: what ``eceb-dist`` uses: connecting, submitting.
+"""

@@ -1,0 +1,217 @@
+"""The Celery application of the cluster: its configuration and its tasks
+(:mod:`eceb_worker.cluster.tasks`).
+
+Start workers with ``eceb-dist worker``, or::
+
+    ECEB_BROKER_URL=redis://127.0.0.1:6379/0 celery -A eceb_worker.cluster.app worker -Q eceb
+
+A task is a thin wrapper over a pipeline step (:mod:`eceb_worker.pipeline`).
+Its message is JSON (pickle is refused, by workers and result consumers
+alike) and carries references only (:mod:`eceb_worker.pipeline.messages`).
+Its settings come from :func:`make_app`'s arguments or else the environment
+(:mod:`eceb_worker.settings`: ``ECEB_BROKER_URL``, ``ECEB_RESULT_BACKEND``,
+``ECEB_VISIBILITY_TIMEOUT``, ``ECEB_MAX_TASKS_PER_CHILD``,
+``ECEB_TASK_MAX_RETRIES``, ``ECEB_MAX_DELIVERIES``, ``ECEB_REDIS_CA_CERTS``).
+
+Redis over TLS: give the broker and the result backend as ``rediss://`` URLs,
+with the password in the URL (``rediss://:PASSWORD@host:6380/0``) and the CA
+bundle in ``ECEB_REDIS_CA_CERTS`` (the URL's own ``?ssl_ca_certs=/path`` query
+parameter works too). The server's certificate is always verified, and its
+name must match the URL's host: kombu's default for a ``rediss://`` broker URL
+without TLS settings would skip that check, so :func:`make_app` sets
+``broker_use_ssl`` and ``redis_backend_use_ssl`` itself, and refuses a URL
+whose query turns verification off (``ssl_cert_reqs`` other than
+``required``, ``ssl_check_hostname=false``).
+
+Delivery is at least once: a task is acknowledged only after it ran
+(``task_acks_late``) and is redelivered when its worker process dies
+(``task_reject_on_worker_lost``), a bounded number of times
+(:mod:`eceb_worker.cluster.deliveries`). Running a shard twice is harmless,
+and a job counts each shard once. A task running while the broker
+connection is lost (a Redis restart) runs to its end; its message is
+delivered again after the visibility timeout.
+
+Worker processes are forked (``--pool prefork``) from a parent that never
+hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
+and the parent here only imports the code. Each child opens its own storage
+adapter on its first task.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import sys
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlsplit
+
+from celery import Celery
+
+from eceb_worker.cluster.deliveries import MAX_DELIVERIES_SETTING
+from eceb_worker.cluster.retry import RetryPolicy
+from eceb_worker.cluster.tasks import register_tasks
+from eceb_worker.settings import load_settings
+
+__all__ = [
+    "QUEUE",
+    "RESULT_EXPIRES_S",
+    "app",
+    "make_app",
+    "redis_tls_options",
+    "worker_command",
+]
+
+QUEUE: Final = "eceb"
+"""The queue eceb's tasks are sent to and its workers consume."""
+RESULT_EXPIRES_S: Final = 24 * 3600
+"""Results are kept one day: long enough for any caller to collect them,
+short enough that an abandoned run does not fill the backend."""
+_APP_MODULE: Final = "eceb_worker.cluster.app"
+
+
+def worker_command(*, concurrency: int | None = None, loglevel: str = "INFO", extra: Sequence[str] = ()) -> list[str]:
+    """The command line of one eceb worker process (what ``eceb-dist worker`` runs):
+    ``python -m celery -A eceb_worker.cluster.app worker --pool prefork
+    --queues eceb --loglevel LEVEL --without-gossip --without-mingle``, then
+    ``--concurrency N`` when given, then ``extra``."""
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        _APP_MODULE,
+        "worker",
+        "--pool",
+        "prefork",
+        "--queues",
+        QUEUE,
+        "--loglevel",
+        loglevel,
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if concurrency is not None:
+        command += ["--concurrency", str(concurrency)]
+    return command + list(extra)
+
+
+_VERIFYING_CERT_REQS: Final = frozenset({"required", "CERT_REQUIRED"})
+_FALSE: Final = frozenset({"false", "0", "no", "off", ""})
+
+
+def redis_tls_options(url: str, what: str, ca_certs: str | None) -> dict[str, Any] | None:
+    """The TLS settings (``broker_use_ssl`` / ``redis_backend_use_ssl``) for
+    ``url``: None unless it is a ``rediss://`` URL (or a ``;``-separated list
+    holding one), else certificate verification on, with the CA bundle
+    ``ca_certs`` when given.
+
+    Raises ValueError, naming ``what`` but never repeating the URL (it holds
+    the password), when the URL's query turns verification off or
+    ``ca_certs`` is not a file.
+    """
+    parts = url.split(";")
+    try:
+        splits = [urlsplit(part) for part in parts]
+    except ValueError:
+        return None  # Celery reports the malformed URL (redacted) when it connects
+    if not any(split.scheme == "rediss" for split in splits):
+        return None
+    for split in splits:
+        for name, value in parse_qsl(split.query, keep_blank_values=True):
+            if name == "ssl_cert_reqs" and value not in _VERIFYING_CERT_REQS:
+                raise ValueError(
+                    f"{what}: ssl_cert_reqs={value} would not verify the Redis server's certificate; "
+                    f"use ssl_cert_reqs=required (or leave it out) and give the CA bundle in ECEB_REDIS_CA_CERTS"
+                )
+            if name == "ssl_check_hostname" and value.strip().lower() in _FALSE:
+                raise ValueError(
+                    f"{what}: ssl_check_hostname={value} would accept a certificate issued to another host; "
+                    "leave it out"
+                )
+    options: dict[str, Any] = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    if ca_certs:
+        if not os.path.isfile(ca_certs):
+            raise ValueError(f"ECEB_REDIS_CA_CERTS: no such file: {ca_certs}")
+        options["ssl_ca_certs"] = ca_certs
+    return options
+
+
+def make_app(
+    broker_url: str | None = None,
+    backend_url: str | None = None,
+    *,
+    visibility_timeout: int | None = None,
+    max_tasks_per_child: int | None = None,
+    max_retries: int | None = None,
+    redis_ca_certs: str | None = None,
+    max_deliveries: int | None = None,
+) -> Celery:
+    """A configured Celery application with eceb's tasks registered.
+
+    Each argument left out comes from the environment
+    (:func:`~eceb_worker.settings.load_settings`), then from the defaults;
+    the backend defaults to the broker. ``redis_ca_certs``
+    (``ECEB_REDIS_CA_CERTS``) is the CA bundle that verifies a ``rediss://``
+    broker's and backend's certificate (:func:`redis_tls_options`). Raises
+    ValueError for a setting that is not a positive integer, a CA bundle
+    that is not a file, or a ``rediss://`` URL that turns certificate
+    verification off.
+    """
+    settings = load_settings(
+        broker_url=broker_url,
+        result_backend=backend_url,
+        visibility_timeout_s=visibility_timeout,
+        max_tasks_per_child=max_tasks_per_child,
+        task_max_retries=max_retries,
+        redis_ca_certs=redis_ca_certs,
+        max_deliveries=max_deliveries,
+    )
+    broker = settings.broker_url
+    backend = settings.result_backend or broker
+    tls: dict[str, Any] = {}
+    broker_tls = redis_tls_options(broker, "the broker URL", settings.redis_ca_certs)
+    if broker_tls is not None:
+        tls["broker_use_ssl"] = broker_tls
+    backend_tls = redis_tls_options(backend, "the result backend URL", settings.redis_ca_certs)
+    if backend_tls is not None:
+        tls["redis_backend_use_ssl"] = backend_tls
+    visibility = settings.visibility_timeout_s
+    per_child = settings.max_tasks_per_child
+
+    application = Celery("eceb", broker=broker, backend=backend, set_as_current=False)
+    application.conf.update(
+        # JSON only: a pickled message would run code while being decoded.
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        event_serializer="json",
+        # At least once: acknowledged after running, redelivered when the process running it dies.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        # A shard running while the broker connection drops runs to its end;
+        # its message, not acknowledged, is delivered again after the
+        # visibility timeout, and running a shard twice changes nothing.
+        # (Cancelling it instead would fail the chord waiting for it.)
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        broker_transport_options={"visibility_timeout": visibility},
+        broker_connection_retry_on_startup=True,
+        result_expires=RESULT_EXPIRES_S,
+        worker_max_tasks_per_child=per_child,
+        task_default_queue=QUEUE,
+        task_ignore_result=False,
+        enable_utc=True,
+        timezone="UTC",
+        # Redis over TLS (rediss://): the server's certificate is verified.
+        **tls,
+    )
+    application.conf[MAX_DELIVERIES_SETTING] = settings.max_deliveries
+    register_tasks(application, RetryPolicy(max_retries=settings.task_max_retries))
+    return application
+
+
+app: Final = make_app()
+"""The application ``celery -A eceb_worker.cluster.app worker`` runs,
+configured from the environment."""

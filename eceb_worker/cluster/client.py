@@ -1,0 +1,81 @@
+"""The cluster as ``eceb-dist`` sees it: a Celery application, its broker and
+result backend reachable, the job store, and submitting a job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from kombu.exceptions import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeout
+
+from eceb_worker.cluster.app import make_app
+from eceb_worker.cluster.state import JobStore, Phase
+from eceb_worker.cluster.tasks import COORDINATE_TASK
+from eceb_worker.core.redaction import redact_url, scrub
+from eceb_worker.errors import StorageError
+from eceb_worker.pipeline.messages import JobMessage
+
+__all__ = ["UNREACHABLE", "Cluster"]
+
+UNREACHABLE: Final = (OperationalError, RedisConnectionError, RedisTimeout, OSError)
+"""What the broker's or the result backend's client raises when it cannot be reached."""
+_CONNECT_RETRIES: Final = 2
+"""Attempts to reach the broker before giving up, so that an unreachable
+cluster fails in about a second (Celery alone would retry for some 20 s)."""
+
+
+class Cluster:
+    """The Celery application of ``broker_url`` and ``result_backend`` (by
+    default from the environment), both reached once, and its job store.
+
+    Raises ValueError for a setting that does not parse (never repeating a
+    URL), ``StorageError`` (its URL redacted) when the broker or the result
+    backend cannot be reached, or the result backend is not Redis.
+    """
+
+    def __init__(self, broker_url: str | None = None, result_backend: str | None = None) -> None:
+        self.app: Any = make_app(broker_url, result_backend)
+        self.check_connection()
+        client = getattr(self.app.backend, "client", None)
+        if client is None:
+            raise StorageError(f"the result backend {self.backend} is not Redis: job state needs Redis")
+        self.store = JobStore(client)
+
+    @property
+    def broker(self) -> str:
+        """The broker URL, redacted (no credential)."""
+        return redact_url(str(self.app.conf.broker_url))
+
+    @property
+    def backend(self) -> str:
+        """The result backend URL, redacted (no credential)."""
+        return redact_url(str(self.app.conf.result_backend))
+
+    def scrub(self, exc: BaseException) -> str:
+        """``exc``'s type and text without any credential of the broker or backend URLs."""
+        return scrub(f"{type(exc).__name__}: {exc}", (self.app.conf.broker_url, self.app.conf.result_backend))
+
+    def check_connection(self) -> None:
+        """Reach the broker and the result backend once; raises ``StorageError`` if either fails."""
+        try:
+            with self.app.connection_for_write() as connection:
+                connection.ensure_connection(
+                    max_retries=_CONNECT_RETRIES, interval_start=0.2, interval_step=0.3, interval_max=0.5
+                )
+        except UNREACHABLE as exc:
+            raise StorageError(f"cannot reach the broker {self.broker}: {self.scrub(exc)}") from None
+        client = getattr(self.app.backend, "client", None)  # a Redis result backend's client
+        if client is not None:
+            try:
+                client.ping()
+            except UNREACHABLE as exc:
+                raise StorageError(f"cannot reach the result backend {self.backend}: {self.scrub(exc)}") from None
+
+    def submit(self, message: JobMessage, **fields: str | int) -> None:
+        """Record a new job (phase ``queued`` and ``fields``) and queue its first step."""
+        self.store.create(message.job_id, phase=Phase.QUEUED.value, kind=message.kind.value, **fields)
+        handle = self.app.send_task(COORDINATE_TASK, args=(msgspec.to_builtins(message),))
+        self.store.update(message.job_id, coordinator=handle.id)

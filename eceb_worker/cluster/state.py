@@ -1,0 +1,169 @@
+"""A distributed job's state in Redis (:class:`JobStore`): its phase, shard
+counts, failures and outcome, read by ``eceb-dist status``/``wait``/``result``
+and written by the job's tasks.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Any, Final
+
+from eceb_worker.errors import ErrorKind
+from eceb_worker.pipeline.messages import Stage
+
+__all__ = [
+    "JOB_TTL_S",
+    "TERMINAL_PHASES",
+    "JobStore",
+    "Phase",
+    "job_key",
+]
+
+
+class Phase(enum.Enum):
+    """Where a job stands (the ``phase`` field of its state)."""
+
+    QUEUED = "queued"
+    LOADING = "loading"
+    VERIFYING = "verifying"
+    EVALUATING = "evaluating"
+    WRITING = "writing"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @classmethod
+    def of_stage(cls, stage: Stage) -> Phase:
+        """The phase of a job running ``stage``."""
+        return cls.EVALUATING if stage is Stage.EVALUATE else cls.VERIFYING
+
+    @property
+    def ended(self) -> bool:
+        """True for done, failed and cancelled."""
+        return self.value in TERMINAL_PHASES
+
+
+JOB_TTL_S: Final = 7 * 24 * 3600
+"""A job's state is kept a week after its last change."""
+TERMINAL_PHASES: Final = frozenset({"done", "failed", "cancelled"})
+DONE_FIELDS: Final = {Stage.REHASH: "rehash_done", Stage.EVALUATE: "eval_done"}
+"""The set of shard indexes done, per stage (``eceb:job:<id>:<field>``)."""
+TOTAL_FIELDS: Final = {Stage.REHASH: "rehash_total", Stage.EVALUATE: "eval_total"}
+"""The number of shards planned, per stage."""
+_DONE_FIELDS: Final = tuple(DONE_FIELDS.values())
+_LISTS: Final = ("failures", *_DONE_FIELDS)
+
+
+_UPDATE_UNLESS_ENDED: Final = """
+local phase = redis.call('HGET', KEYS[1], 'phase')
+if not phase or phase == 'done' or phase == 'failed' or phase == 'cancelled' then
+    return 0
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[2], unpack(ARGV, 3))
+for i = 1, #KEYS do
+    redis.call('EXPIRE', KEYS[i], ARGV[1])
+end
+return 1
+"""
+"""KEYS: the job's hash and its lists; ARGV: time to live, now, then field, value, ..."""
+
+
+def job_key(job_id: str) -> str:
+    """The Redis hash holding a job's state."""
+    return f"eceb:job:{job_id}"
+
+
+class JobStore:
+    """A job's state in Redis.
+
+    ``eceb:job:<id>`` is a hash of strings: ``phase`` (a :class:`Phase`),
+    ``kind`` (``evaluate`` or ``verify``), ``benchmark`` and ``run`` (an
+    evaluation's) or ``registry`` (a verification's), ``corpus``, ``out``,
+    ``created``/``updated`` (Unix seconds), ``rehash_total`` and
+    ``eval_total`` (shards planned), ``coordinator`` (its task id), and
+    on failure ``error_kind`` (an :class:`~eceb_worker.pipeline.messages.ErrorKind`),
+    ``error``, ``problems`` (JSON list of problems), ``verification`` (the
+    JSON verification report); when done, ``passing_tasks``/``total_tasks``
+    and ``report_digest`` (an evaluation), ``verification`` and ``verified``
+    (a verification). ``eceb:job:<id>:failures`` lists the
+    shard failures seen so far; the sets ``eceb:job:<id>:rehash_done`` and
+    ``eceb:job:<id>:eval_done`` hold the indexes of the shards done, so a
+    shard delivered twice counts once (:meth:`get` reports their sizes as
+    the fields ``rehash_done`` and ``eval_done``). All expire
+    :data:`JOB_TTL_S` after the last change.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._update_script = client.register_script(_UPDATE_UNLESS_ENDED)
+
+    def _touch(self, job_id: str, pipe: Any) -> None:
+        pipe.hset(job_key(job_id), "updated", str(int(time.time())))
+        pipe.expire(job_key(job_id), JOB_TTL_S)
+        for suffix in _LISTS:
+            pipe.expire(f"{job_key(job_id)}:{suffix}", JOB_TTL_S)
+
+    def create(self, job_id: str, **fields: str | int) -> None:
+        """Start the job's hash with ``fields`` (``phase`` among them)."""
+        pipe = self.client.pipeline()
+        pipe.hset(job_key(job_id), mapping={name: str(value) for name, value in fields.items()})
+        self._touch(job_id, pipe)
+        pipe.execute()
+
+    def update(self, job_id: str, **fields: str | int) -> bool:
+        """Set fields of the job's hash, unless the job is unknown or has
+        ended (done, failed, cancelled): a step still running when the job
+        was cancelled never undoes the cancel. Atomic; True when written."""
+        values = [str(value) for pair in fields.items() for value in pair]
+        written = self._update_script(
+            keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS)],
+            args=[JOB_TTL_S, str(int(time.time())), *values],
+        )
+        return bool(written)
+
+    def advance(self, job_id: str, stage: Stage, index: int) -> None:
+        """Count shard ``index`` of ``stage`` done; counting it again changes nothing."""
+        pipe = self.client.pipeline()
+        pipe.sadd(f"{job_key(job_id)}:{DONE_FIELDS[stage]}", index)
+        self._touch(job_id, pipe)
+        pipe.execute()
+
+    def add_failure(self, job_id: str, text: str) -> None:
+        """Record a shard failure."""
+        pipe = self.client.pipeline()
+        pipe.rpush(f"{job_key(job_id)}:failures", text)
+        self._touch(job_id, pipe)
+        pipe.execute()
+
+    def get(self, job_id: str) -> dict[str, str] | None:
+        """The job's fields, or None for an unknown, expired or lost job."""
+        pipe = self.client.pipeline()
+        pipe.hgetall(job_key(job_id))
+        for field in _DONE_FIELDS:
+            pipe.scard(f"{job_key(job_id)}:{field}")
+        raw, *done = pipe.execute()
+        if b"phase" not in raw and "phase" not in raw:
+            # Unknown, expired, or lost (what a shard still running wrote
+            # after Redis lost its data holds no phase).
+            return None
+        state = {_text(name): _text(value) for name, value in raw.items()}
+        state.update((field, str(count)) for field, count in zip(_DONE_FIELDS, done, strict=True))
+        return state
+
+    def failures(self, job_id: str) -> list[str]:
+        """Shard failures seen so far."""
+        return [_text(item) for item in self.client.lrange(f"{job_key(job_id)}:failures", 0, -1)]
+
+    def finished(self, job_id: str) -> bool:
+        """True when the job is done, failed or cancelled (or unknown)."""
+        phase = self.client.hget(job_key(job_id), "phase")
+        return phase is None or _text(phase) in TERMINAL_PHASES
+
+    def fail(self, job_id: str, kind: ErrorKind, error: str, **fields: str) -> bool:
+        """End the job as failed (unless it already ended); True when it did."""
+        return self.update(job_id, phase=Phase.FAILED.value, error_kind=kind.value, error=error, **fields)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,245 @@
+"""Decoding records and documents with every problem reported, located by
+file, record and field.
+
+The fast path decodes straight into the frozen Structs with msgspec, which
+stops at a record's first error. When that fails, the bytes are decoded
+again leniently as plain JSON and checked with the ``jsonschema`` library
+against the Struct's published schema (:mod:`eceb_worker.core.schemas`),
+which lists every problem at once; large arrays (a run's observations) are
+checked item by item, with the schema consulted only for the items that fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import msgspec
+
+from eceb_worker.core.schemas import json_schema
+from eceb_worker.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+__all__ = [
+    "decode_document",
+    "decode_lenient",
+    "item_problems",
+    "problems_of_value",
+    "record_problems",
+    "split_location",
+]
+
+T = TypeVar("T", bound=msgspec.Struct)
+_QUOTED: Final = re.compile(r"'([^']*)'")
+_INDEXED: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\[\d+\])(?:\.(.*))?$")
+_NESTED_TOO_DEEPLY: Final = "nested too deeply"
+
+
+@functools.cache
+def _validator(struct: type[msgspec.Struct], item: type[msgspec.Struct] | None = None) -> Draft202012Validator:
+    """The validator of ``struct``'s schema, or of the ``$defs`` entry of one
+    of its ``item`` Structs. Imported on first use: only an invalid input
+    needs it, and it costs tens of milliseconds of start-up."""
+    from jsonschema import Draft202012Validator
+
+    document = json_schema(struct)
+    if item is None:
+        return Draft202012Validator(document)
+    return Draft202012Validator({"$ref": f"#/$defs/{item.__name__}", "$defs": document["$defs"]})
+
+
+def _json_path(parts: Any) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _field_of(error: Any) -> str:
+    path = _json_path(error.absolute_path)
+    if error.validator in ("required", "additionalProperties"):
+        names = _QUOTED.findall(error.message)
+        if names:
+            inner = names[0] if error.validator == "required" else ", ".join(names)
+            return f"{path}.{inner}" if path else inner
+    return path
+
+
+def _message_of(error: Any) -> str:
+    if error.validator == "anyOf":
+        enums = [e for e in error.context or () if e.validator == "enum"]
+        if enums:
+            return _message_of(enums[0])
+    if error.validator == "pattern" and "digest" in _json_path(error.absolute_path):
+        return f"{error.instance!r} is not a BLAKE3-256 digest (64 lowercase hex characters)"
+    if error.validator == "enum":
+        allowed = ", ".join(map(str, error.validator_value))
+        return f"{error.instance!r} is not one of: {allowed}"
+    return str(error.message)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    counts = Counter(k for k, _ in pairs)
+    duplicates = sorted(k for k, n in counts.items() if n > 1)
+    if duplicates:
+        raise ValueError(f"duplicate keys {', '.join(map(repr, duplicates))}")
+    return dict(pairs)
+
+
+def decode_lenient(raw: bytes) -> tuple[Any, str]:
+    """Decode a JSON record for error reporting: ``(value, error)``.
+
+    Bytes that are not UTF-8 are decoded with ``surrogateescape`` so that the
+    field holding them can be named; ``error`` is ``""`` when the record is
+    JSON, else why not (``value`` is then ``None``). Rejects NaN, Infinity and
+    duplicate keys.
+    """
+    text = raw.decode("utf-8", "surrogateescape")
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys), ""
+    except ValueError as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, _NESTED_TOO_DEEPLY
+
+
+def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, str):
+        return [path] if any("\udc80" <= c <= "\udcff" for c in value) else []
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _invalid_utf8_fields(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list):
+        return [f for i, v in enumerate(value) for f in _invalid_utf8_fields(v, f"{path}[{i}]")]
+    return []
+
+
+def problems_of_value(value: Any, validator: Draft202012Validator) -> list[tuple[str, str]]:
+    """Every problem of a decoded JSON value: ``(field path, message)`` pairs.
+
+    Strings holding bytes that were not UTF-8 (decoded by :func:`decode_lenient`)
+    are reported first, then each schema violation, in path order.
+    """
+    found = [(field, "is not valid UTF-8") for field in _invalid_utf8_fields(value)]
+    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    found.extend((_field_of(e), _message_of(e)) for e in errors)
+    return found
+
+
+def record_problems(
+    raw: bytes, struct: type[msgspec.Struct], *, file: str, record: str, decode_error: str = ""
+) -> list[Problem]:
+    """Every problem of one JSON record against the schema of ``struct``.
+
+    ``raw`` is the record's bytes; ``decode_error`` what the strict decoder
+    said of it. Invalid JSON is one problem; otherwise each string that is
+    not valid UTF-8 and each schema violation is one problem naming its
+    field. When the lenient reading finds nothing wrong although the strict
+    decoder refused the record (a lone surrogate escape, ``1.0`` for an
+    integer), ``decode_error`` is the problem: a record is never dropped
+    silently. Returns ``[]`` only when the record is valid and no
+    ``decode_error`` is given.
+    """
+    value, error = decode_lenient(raw)
+    if error:
+        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+    found = [
+        Problem(file=file, record=record, field=field, message=message)
+        for field, message in problems_of_value(value, _validator(struct))
+    ]
+    if not found and decode_error:
+        found.append(Problem(file=file, record=record, message=decode_error))
+    return found
+
+
+def split_location(path: str) -> tuple[str, str]:
+    """Split a JSON path into (record, field): ``tasks[2].budget_ladder[1]`` ->
+    ``("tasks[2]", "budget_ladder[1]")``; a path without a leading indexed
+    array is all field."""
+    match = _INDEXED.match(path)
+    if match:
+        return match.group(1), match.group(2) or ""
+    return "", path
+
+
+def item_problems(
+    raw: bytes,
+    item_type: type[msgspec.Struct],
+    document: type[msgspec.Struct],
+    *,
+    file: str,
+    record: str,
+    decode_error: str = "",
+) -> list[Problem]:
+    """Every problem of one array item of a ``document`` (its schema is the
+    ``$defs`` entry of ``item_type`` in the document's schema), located at
+    ``record``. Never empty: an item the schema accepts but the decoder
+    refused is reported with the decoder's words."""
+    value, error = decode_lenient(raw)
+    if error:
+        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+    validator = _validator(document, item_type)
+    found = [
+        Problem(file=file, record=record, field=path, message=m) for path, m in problems_of_value(value, validator)
+    ]
+    if not found:
+        try:
+            msgspec.convert(value, item_type)
+        except msgspec.ValidationError as exc:
+            found.append(Problem(file=file, record=record, message=str(exc)))
+    if not found:
+        found.append(Problem(file=file, record=record, message=decode_error or "rejected by the decoder"))
+    return found
+
+
+def decode_document(
+    data: bytes,
+    struct: type[T],
+    *,
+    file: str,
+    item_fields: Mapping[str, type[msgspec.Struct]] | None = None,
+) -> T:
+    """Decode ``data`` as ``struct``, or raise :class:`InputError` with every problem.
+
+    ``item_fields`` maps top-level array fields to their item Struct (whose
+    name is its ``$defs`` entry), to be checked one item at a time.
+    """
+    try:
+        return msgspec.json.decode(data, type=struct)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        first_error = str(exc) or _NESTED_TOO_DEEPLY
+    value, error = decode_lenient(data)
+    if error:
+        raise InputError([Problem(file=file, message=f"invalid JSON: {error}")])
+    problems: list[Problem] = []
+    in_items: list[Problem] = []
+    if isinstance(value, dict) and item_fields:
+        value = dict(value)
+        for field, item_type in item_fields.items():
+            items = value.get(field)
+            if not isinstance(items, list):
+                continue
+            value[field] = []
+            validator = _validator(struct, item_type)
+            for index, item in enumerate(items):
+                try:
+                    msgspec.convert(item, item_type)
+                except (msgspec.ValidationError, RecursionError):
+                    for path, message in problems_of_value(item, validator):
+                        in_items.append(Problem(file=file, record=f"{field}[{index}]", field=path, message=message))
+    for path, message in problems_of_value(value, _validator(struct)):
+        record, field = split_location(path)
+        problems.append(Problem(file=file, record=record, field=field, message=message))
+    problems.extend(in_items)
+    if not problems:
+        problems.append(Problem(file=file, message=first_error))
+    raise InputError(problems)

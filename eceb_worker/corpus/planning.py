@@ -1,0 +1,167 @@
+"""Re-hash plans (ECEB-0.1 §5): a registry's artifacts cut into shards
+balanced by bytes, each shard a contiguous run of artifact lines of the
+registry file that a worker can read and decode alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Annotated, Final
+
+import msgspec
+
+from eceb_worker.core.planning import RangeCutter
+
+__all__ = [
+    "DEFAULT_FILE_COST_BYTES",
+    "DEFAULT_SHARD_BYTES",
+    "DEFAULT_TASK_BYTES",
+    "RehashPlanner",
+    "RehashShard",
+    "plan_rehash",
+]
+
+DEFAULT_SHARD_BYTES: Final = 64 * 1024 * 1024
+"""Default cost of one re-hash shard, in byte-equivalents: some 15 ms of work
+on one core (about 1,800 files of 4 KiB, or 64 MiB of large files). Small
+enough that the processes sharing a plan finish within one shard of each
+other, large enough that handing a shard over (well under a millisecond)
+stays a few percent of it. A file larger than this is a shard of its own.
+For the in-process executor; a task sent to a cluster costs milliseconds,
+hence :data:`DEFAULT_TASK_BYTES`."""
+
+DEFAULT_FILE_COST_BYTES: Final = 32 * 1024
+"""Fixed cost charged per artifact (open, stat, read, close), in
+byte-equivalents: measured at about 6 us per local file on one core, the time
+BLAKE3 takes to hash some 30 KB."""
+
+DEFAULT_TASK_BYTES: Final = 256 * 1024 * 1024
+"""Default cost of one re-hash shard sent to a cluster (one Celery task), in
+byte-equivalents: some 130 ms of work on one core from local disk, seconds
+from object storage. A task costs about 5 ms of broker and result-backend
+round trips whatever its size (see docs/PERFORMANCE.md), a few percent of this."""
+
+Offset = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class RehashShard(msgspec.Struct, frozen=True, kw_only=True):
+    """A contiguous run of a registry's artifacts (in the file's line order).
+
+    Fields:
+        index: 0-based position of the shard in its plan.
+        start: ordinal of its first artifact (0-based, counting artifact
+            lines in file order); ``end``: one past its last.
+        size_bytes: source bytes the shard re-hashes (sum of ``size_bytes``).
+        byte_start, byte_end: the range ``[byte_start, byte_end)`` of the
+            registry file holding exactly its artifact lines (and blank lines
+            before them), whole lines, the last line's newline included; both
+            0 in a plan made from sizes alone (:func:`plan_rehash`).
+        first_path: the ``path`` of its first artifact (names the shard in
+            logs; a worker checks the range it read against it); ``""`` in a
+            plan made from sizes alone.
+    """
+
+    index: Offset
+    start: Offset
+    end: Offset
+    size_bytes: Offset
+    byte_start: Offset = 0
+    byte_end: Offset = 0
+    first_path: str = ""
+
+    @property
+    def count(self) -> int:
+        """How many artifacts the shard holds."""
+        return self.end - self.start
+
+
+class RehashPlanner:
+    """Cuts re-hash shards as artifacts come, in file order: each artifact
+    costs ``size + file_cost_bytes``, and a shard closes as soon as its cost
+    reaches ``shard_bytes`` (:class:`~eceb_worker.core.planning.RangeCutter`).
+
+    ``byte_start`` is where the first artifact line may start in the file
+    (just past the header). Raises ValueError for a non-positive
+    ``shard_bytes`` or a negative ``file_cost_bytes``.
+    """
+
+    def __init__(self, shard_bytes: int, file_cost_bytes: int, byte_start: int = 0) -> None:
+        if file_cost_bytes < 0:
+            raise ValueError(f"file_cost_bytes must not be negative, got {file_cost_bytes}")
+        self._cutter = RangeCutter(shard_bytes, name="shard_bytes")
+        self._file_cost = file_cost_bytes
+        self._shards: list[RehashShard] = []
+        self._count = 0  # artifacts planned so far
+        self._start = 0  # ordinal of the open shard's first artifact
+        self._size = 0  # source bytes of the open shard
+        self._byte_start = byte_start  # where the open shard starts in the file
+        self._byte_end = byte_start
+        self._first_path = ""
+
+    def start_at(self, byte_start: int) -> None:
+        """Set where the first artifact line may start (before any is added)."""
+        self._byte_start = self._byte_end = byte_start
+
+    def add(self, sizes: Sequence[int], ends: Sequence[int] | None = None, paths: Sequence[str] | None = None) -> None:
+        """Plan the next artifacts: their ``sizes``, the byte offset just past
+        each one's line (``ends``) and their ``paths``, in file order."""
+        count = len(sizes)
+        if not count:
+            return
+        totals = list(accumulate(sizes, initial=0))
+        position = 0
+        for closing in self._cutter.add([size + self._file_cost for size in sizes]):
+            self._open(position, paths)
+            self._size += totals[closing] - totals[position]
+            self._close(self._count + closing, ends[closing - 1] if ends is not None else 0)
+            position = closing
+        if position < count:
+            self._open(position, paths)
+            self._size += totals[count] - totals[position]
+        self._count += count
+        if ends is not None:
+            self._byte_end = ends[-1]
+
+    def _open(self, position: int, paths: Sequence[str] | None) -> None:
+        if self._count + position == self._start and paths is not None:
+            self._first_path = paths[position]
+
+    def _close(self, end: int, byte_end: int) -> None:
+        self._shards.append(
+            RehashShard(
+                index=len(self._shards),
+                start=self._start,
+                end=end,
+                size_bytes=self._size,
+                byte_start=self._byte_start,
+                byte_end=byte_end,
+                first_path=self._first_path,
+            )
+        )
+        self._start, self._size, self._byte_start, self._first_path = end, 0, byte_end, ""
+
+    def finish(self) -> tuple[RehashShard, ...]:
+        """The plan, the last shard closed."""
+        if self._start < self._count:
+            self._close(self._count, self._byte_end)
+        return tuple(self._shards)
+
+
+def plan_rehash(
+    sizes: Sequence[int],
+    *,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+) -> list[RehashShard]:
+    """Cut artifacts (given by their sizes, in registry order) into shards
+    balanced by bytes, as :class:`RehashPlanner` does (no byte ranges).
+
+    Shards are contiguous, cover every artifact exactly once, and an artifact
+    larger than ``shard_bytes`` is a shard of its own. ``[]`` for no
+    artifacts. Raises ValueError for a non-positive ``shard_bytes`` or a
+    negative ``file_cost_bytes``.
+    """
+    planner = RehashPlanner(shard_bytes, file_cost_bytes)
+    planner.add(sizes)
+    return list(planner.finish())

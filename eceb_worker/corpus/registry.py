@@ -1,0 +1,410 @@
+"""Corpus registries (ECEB-0.1 §5): the one reader, and writing them.
+
+:func:`scan_registry` reads a registry as a stream of chunks, checks every
+line, the duplicates and the header, and cuts the re-hash plan, keeping
+only the artifacts asked for; memory does not grow with the registry.
+:func:`read_registry` is its consumer that keeps every artifact. Both
+report the same problems, worded the same, all together:
+
+* every line is decoded and checked as it comes (:mod:`eceb_worker.corpus.lines`);
+* duplicate ``artifact_id`` and ``path`` values: when each field's values
+  come in strictly ascending order of their JSON encoding (as in a registry
+  eceb writes, where lines are in corpus-root order and paths are the ids),
+  there can be none; otherwise the values are sorted
+  (:class:`~eceb_worker.corpus.sorting.Sorter`, keys
+  ``JSON(value) || line number``) and neighbours compared;
+* the corpus root is hashed as the lines come when their ids ascend (then
+  so do their canonical records, which start with the encoded id: the lines
+  are in corpus-root order); otherwise the canonical records are sorted and
+  hashed in order.
+
+A registry in corpus-root order is therefore read once. Otherwise it is
+read a second time (``open_chunks`` is called again) and three sorts run.
+
+The same pass cuts the re-hash plan
+(:class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts in
+the file's line order, each shard a byte range of whole lines of the file,
+so that a worker can read and decode its own shard
+(:func:`registry_range_artifacts`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from itertools import chain, islice
+from typing import Final
+
+import msgspec
+
+from eceb_worker.core.canonical import canonical_json, canonical_lines
+from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, Artifact, RegistryHeader
+from eceb_worker.corpus.corpus_root import RootHasher, canonical_records, corpus_root_of_sorted, root_lines
+from eceb_worker.corpus.lines import (
+    Block,
+    artifact_blocks,
+    blocks,
+    decode_block,
+    duplicate_problem,
+    empty_registry_problem,
+    header_line,
+    header_problems,
+    lines_of,
+)
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashPlanner, RehashShard
+from eceb_worker.corpus.sorting import MemorySorter, Sorter
+from eceb_worker.errors import InputError, Problem
+
+__all__ = [
+    "KEEP_ALL",
+    "Registry",
+    "build_registry",
+    "read_registry",
+    "registry_artifacts",
+    "registry_lines",
+    "registry_range_artifacts",
+    "scan_registry",
+]
+
+KEEP_ALL: Final = None
+"""``keep`` for :func:`scan_registry`: keep every artifact."""
+
+ChunkSource = Callable[[], Iterable[bytes]]
+"""Opens the registry from its first byte: its bytes as chunks of any sizes."""
+
+
+class Registry(msgspec.Struct, frozen=True, kw_only=True):
+    """A checked corpus registry (ECEB-0.1 §5).
+
+    Fields:
+        header: the header; its ``artifact_count`` and ``corpus_root`` match the lines.
+        artifacts: the artifacts kept, in the file's line order: all of them
+            (:func:`read_registry`), or those asked for (:func:`scan_registry`).
+        shards: the re-hash plan over the file's lines, as byte ranges;
+            ``()`` for a registry built in memory (:func:`build_registry`).
+        in_root_order: True when the lines are in corpus-root order (then the
+            file was read once and nothing was sorted).
+    """
+
+    header: RegistryHeader
+    artifacts: tuple[Artifact, ...]
+    shards: tuple[RehashShard, ...] = ()
+    in_root_order: bool = True
+
+    @property
+    def corpus_root(self) -> str:
+        """The corpus root (ECEB-0.1 §5), 64 lowercase hex characters."""
+        return self.header.corpus_root
+
+    @property
+    def artifact_count(self) -> int:
+        """How many artifacts the registry lists."""
+        return self.header.artifact_count
+
+    def by_id(self) -> dict[str, Artifact]:
+        """The artifacts kept, by id."""
+        return {a.artifact_id: a for a in self.artifacts}
+
+
+def build_registry(artifacts: Iterable[Artifact]) -> Registry:
+    """Sort artifacts into corpus-root order and compute the header.
+
+    Does not validate: callers pass artifacts that are already valid (see
+    :func:`read_registry` for untrusted input).
+    """
+    items = list(artifacts)
+    records = canonical_records(items)
+    order = sorted(range(len(items)), key=records.__getitem__)
+    root = corpus_root_of_sorted(records[i] for i in order)
+    header = RegistryHeader(schema=REGISTRY_SCHEMA, artifact_count=len(items), corpus_root=root)
+    return Registry(header=header, artifacts=tuple(items[i] for i in order))
+
+
+def registry_lines(registry: Registry) -> Iterator[bytes]:
+    """The registry's JSON Lines, each with its final ``\\n``: header first."""
+    yield canonical_json(registry.header) + b"\n"
+    for artifact in registry.artifacts:
+        yield canonical_json(artifact) + b"\n"
+
+
+def read_registry(data: bytes, name: str, *, shard_bytes: int = DEFAULT_SHARD_BYTES) -> Registry:
+    """Read and validate a whole registry held in memory, keeping every
+    artifact (:func:`scan_registry` with ``keep=KEEP_ALL``). ``name`` is how
+    problems name the file. Raises :class:`InputError` holding every problem.
+    """
+    return scan_registry(lambda: (data,), name, keep=KEEP_ALL, shard_bytes=shard_bytes)
+
+
+def scan_registry(
+    open_chunks: ChunkSource,
+    name: str,
+    *,
+    keep: AbstractSet[str] | None = frozenset(),
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+    new_sorter: Callable[[], Sorter] = MemorySorter,
+) -> Registry:
+    """Check a registry (JSON Lines, ECEB-0.1 §5) read as a stream, and plan its re-hash.
+
+    ``open_chunks()`` gives the registry's bytes from the first (as chunks
+    of any sizes); it is called once when the lines are in corpus-root
+    order, twice otherwise (both times the same bytes). ``name`` is how
+    problems name the file. ``keep`` names the artifact ids to keep (an id
+    the registry lacks is simply absent), or is :data:`KEEP_ALL`.
+    ``new_sorter`` makes each of the (up to three) sorters a registry not in
+    corpus-root order needs: in memory by default, or spilling to disk
+    (:class:`eceb_worker.io.spill.ExternalSorter`) for bounded memory.
+
+    Checks every line's JSON, fields and path, duplicate ``artifact_id`` and
+    ``path``, then the header's ``artifact_count`` and ``corpus_root``, and
+    raises :class:`InputError` with every problem in line order. Otherwise
+    returns the :class:`Registry`: its header, the artifacts kept, and the
+    re-hash plan (``shard_bytes``, ``file_cost_bytes``: see
+    :class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts
+    in file order.
+
+    Memory: one chunk's lines, the sorters' contents, the plan, the
+    artifacts kept and the problems found. Raises ValueError for a
+    non-positive ``shard_bytes`` or negative ``file_cost_bytes``; whatever
+    ``open_chunks`` or its chunks raise.
+    """
+    first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep)
+    for block in blocks(open_chunks()):
+        first.take(block)
+    if not first.header_number:
+        raise InputError([empty_registry_problem(name)])
+    root = first.hasher.hexdigest() if first.ids_ascending else None
+    need_ids = not first.ids_ascending
+    need_paths = not first.paths_are_ids and not first.paths_ascending
+    need_records = root is None and not first.problems
+    duplicates: list[tuple[int, int, Problem]] = []
+    if need_ids or need_paths or need_records:
+        sorters = [new_sorter() for _ in range(3)]
+        try:
+            ids, paths, records = sorters
+            _second_pass(
+                open_chunks(),
+                ids if need_ids else None,
+                paths if need_paths else None,
+                records if need_records else None,
+            )
+            for number, value, first_line in _duplicates(ids.sorted()):
+                duplicates.append((number, 1, duplicate_problem(name, number, "artifact_id", value, first_line)))
+                if first.paths_are_ids:
+                    duplicates.append((number, 2, duplicate_problem(name, number, "path", value, first_line)))
+            for number, value, first_line in _duplicates(paths.sorted()):
+                duplicates.append((number, 2, duplicate_problem(name, number, "path", value, first_line)))
+            if need_records:
+                root = corpus_root_of_sorted(records.sorted())
+        finally:
+            for sorter in sorters:
+                sorter.close()
+    if first.problems or duplicates:
+        ordered = sorted(
+            chain(
+                ((number, 0, i, p) for i, (number, p) in enumerate(first.problems)),
+                ((n, r, 0, p) for n, r, p in duplicates),
+            ),
+            key=lambda item: item[:3],
+        )
+        raise InputError([item[3] for item in ordered])
+    assert first.header is not None and root is not None
+    mismatches = header_problems(first.header, first.count, root, name, line=first.header_number)
+    if mismatches:
+        raise InputError(mismatches)
+    return Registry(
+        header=first.header,
+        artifacts=tuple(first.kept),
+        shards=first.planner.finish(),
+        in_root_order=first.ids_ascending,
+    )
+
+
+def _ascending(values: Sequence[bytes], previous: bytes | None) -> bool:
+    """True when ``values`` ascend strictly, and from ``previous`` when given."""
+    if not values:
+        return True
+    if previous is not None and not previous < values[0]:
+        return False
+    return all(map(operator.lt, values, islice(values, 1, None)))
+
+
+def _encoded(values: list[str]) -> list[bytes]:
+    """Each value as a JSON string (quotes included): unique, and ordered so
+    that distinct values never compare equal on a prefix (no JSON string is a
+    proper prefix of another)."""
+    return canonical_lines(values).split(b"\n")[:-1] if values else []
+
+
+class _FirstPass:
+    """The state of the first pass of :func:`scan_registry` over the blocks."""
+
+    def __init__(self, name: str, planner: RehashPlanner, keep: AbstractSet[str] | None) -> None:
+        self.name = name
+        self.keep = keep
+        self.kept: list[Artifact] = []
+        self.problems: list[tuple[int, Problem]] = []
+        self.header: RegistryHeader | None = None
+        self.header_number = 0  # 0 until the header line is seen
+        self.count = 0
+        self.planner = planner
+        self.ids_ascending = self.paths_ascending = True
+        self.paths_are_ids = True
+        self.last_id: bytes | None = None
+        self.last_path: bytes | None = None
+        self.hasher = RootHasher()
+
+    def take(self, block: Block) -> None:
+        """Check the block's lines and account for its artifacts."""
+        lines = lines_of(block)
+        first = 0
+        if not self.header_number:
+            while first < len(lines) and not lines[first].strip():
+                first += 1
+            if first == len(lines):
+                return
+            number = block.number + first
+            raw = lines[first] + b"\n" if first < len(lines) - 1 or block.data.endswith(b"\n") else lines[first]
+            self.header, found = header_line(raw, number, self.name)
+            self.header_number = number
+            self.problems.extend((number, problem) for problem in found)
+            first += 1
+            header_end = block.offset + sum(len(line) + 1 for line in lines[:first])
+            self.planner.start_at(min(header_end, block.offset + len(block.data)))
+        artifacts, _numbers, ends = decode_block(block, lines, first, self.name, self.problems)
+        self._account(artifacts, ends)
+
+    def _account(self, artifacts: list[Artifact], ends: Sequence[int]) -> None:
+        if not artifacts:
+            return
+        self.count += len(artifacts)
+        if self.keep is None:
+            self.kept += artifacts
+        elif self.keep:
+            self.kept += [a for a in artifacts if a.artifact_id in self.keep]
+        ids = [a.artifact_id for a in artifacts]
+        paths = [a.path for a in artifacts]
+        if self.paths_are_ids and ids != paths:
+            # Until now the paths were the ids: they ascended as far as the ids did.
+            self.paths_are_ids = False
+            self.paths_ascending, self.last_path = self.ids_ascending, self.last_id
+        if self.ids_ascending:
+            encoded = _encoded(ids)
+            self.ids_ascending = _ascending(encoded, self.last_id)
+            self.last_id = encoded[-1]
+        if not self.paths_are_ids and self.paths_ascending:
+            encoded = _encoded(paths)
+            self.paths_ascending = _ascending(encoded, self.last_path)
+            self.last_path = encoded[-1]
+        if self.ids_ascending:
+            # Distinct ids in ascending JSON order put the canonical records in
+            # ascending byte order: the lines are in corpus-root order so far.
+            self.hasher.update(root_lines(artifacts))
+        self.planner.add([a.size_bytes for a in artifacts], ends, paths)
+
+
+def _second_pass(chunks: Iterable[bytes], ids: Sorter | None, paths: Sorter | None, records: Sorter | None) -> None:
+    """Add the sort keys of the registry's artifact lines to the sorters
+    given: ``JSON(artifact_id) || line number`` (8 bytes, big-endian) to
+    ``ids``, the same of the path to ``paths``, the canonical record to
+    ``records``. Sorted, keys are grouped by value (no JSON string is a
+    proper prefix of another), then ordered by line."""
+    for block, lines, first in artifact_blocks(chunks):
+        artifacts, numbers, _ends = decode_block(block, lines, first, "", None)
+        if not artifacts:
+            continue
+        suffixes = [number.to_bytes(8, "big") for number in numbers]
+        if ids is not None:
+            ids.extend(map(operator.add, _encoded([a.artifact_id for a in artifacts]), suffixes))
+        if paths is not None:
+            paths.extend(map(operator.add, _encoded([a.path for a in artifacts]), suffixes))
+        if records is not None:
+            records.extend(canonical_records(artifacts))
+
+
+_DUPLICATE_BATCH: Final = 65536
+
+
+def _duplicates(keys: Iterator[bytes]) -> Iterator[tuple[int, str, int]]:
+    """``(line, value, first line)`` of every key of :func:`_second_pass`
+    (sorted) whose value an earlier line already holds, in key order."""
+    previous = b""
+    first_line = 0
+    while batch := list(islice(keys, _DUPLICATE_BATCH)):
+        values = [key[:-8] for key in batch]
+        if values[0] != previous and not any(map(operator.eq, values, islice(values, 1, None))):
+            # No duplicate in this batch (the usual case): only its last key matters.
+            previous, first_line = values[-1], int.from_bytes(batch[-1][-8:], "big")
+            continue
+        for key, value in zip(batch, values, strict=True):
+            number = int.from_bytes(key[-8:], "big")
+            if value != previous:
+                previous, first_line = value, number
+                continue
+            yield number, msgspec.json.decode(value), first_line
+
+
+def registry_range_artifacts(data: bytes, shard: RehashShard, *, name: str) -> list[Artifact]:
+    """The artifacts (ECEB-0.1 §5) of a shard's byte range of a registry
+    already checked by :func:`scan_registry`; ``data`` is the range's bytes.
+
+    Raises :class:`InputError` naming the registry ``name`` when the bytes
+    do not hold exactly the shard's artifacts (the file changed since it was
+    checked, or the range is not the planned one).
+    """
+    block = Block(0, 1, data)
+    problems: list[tuple[int, Problem]] = []
+    artifacts, _numbers, _ends = decode_block(block, lines_of(block), 0, name, problems)
+    if problems or len(artifacts) != shard.count or (artifacts and artifacts[0].path != shard.first_path):
+        raise InputError(
+            [
+                Problem(
+                    file=name,
+                    message=(
+                        f"the lines of artifacts {shard.start}..{shard.end - 1} are not those the job checked "
+                        "(the registry changed?)"
+                    ),
+                )
+            ]
+        )
+    return artifacts
+
+
+class _ArtifactId(msgspec.Struct, gc=False):
+    """Just the id of an artifact line; the other fields are skipped unread."""
+
+    artifact_id: str
+
+
+_ID_DECODER: Final = msgspec.json.Decoder(_ArtifactId)
+
+
+def registry_artifacts(chunks: Iterable[bytes], wanted: AbstractSet[str]) -> dict[str, Artifact]:
+    """The artifacts (ECEB-0.1 §5) of a registry whose ids are in ``wanted``,
+    by id (an id the registry lacks is absent).
+
+    For a registry already checked (by :func:`scan_registry`, or pinned to a
+    version that was): lines that do not decode are skipped, nothing else is
+    checked. Memory is one chunk's lines plus the artifacts found.
+    """
+    found: dict[str, Artifact] = {}
+    for block, block_lines, block_first in artifact_blocks(chunks):
+        candidates = block_lines[block_first:]
+        part, lines, first = block, block_lines, block_first
+        try:
+            # Most lines are not wanted: read only their ids, and decode whole the lines that are.
+            ids = [line.artifact_id for line in _ID_DECODER.decode_lines(b"\n".join(candidates))]
+        except (msgspec.DecodeError, RecursionError):
+            ids = None
+        if ids is not None and len(ids) == len(candidates):
+            if wanted.isdisjoint(ids):
+                continue
+            chosen = [raw for raw, artifact_id in zip(candidates, ids, strict=True) if artifact_id in wanted]
+            part = Block(0, 1, b"\n".join(chosen))
+            lines, first = lines_of(part), 0
+        artifacts, _numbers, _ends = decode_block(part, lines, first, "", None)
+        for artifact in artifacts:
+            if artifact.artifact_id in wanted:
+                found.setdefault(artifact.artifact_id, artifact)
+    return found

@@ -1,0 +1,80 @@
+"""What the corpus needs of storage: a Protocol the adapters in
+:mod:`eceb_worker.io` implement (a local directory, an S3-compatible bucket).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+import msgspec
+
+from eceb_worker.core.digests import HashedBytes
+from eceb_worker.errors import ArtifactReadError
+
+__all__ = ["CorpusStorage", "ListedEntry", "StorageSpec"]
+
+
+class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a corpus lives: the reference a message carries (never corpus
+    bytes), opened into an adapter by :func:`eceb_worker.io.storage.open_storage`
+    in whichever process needs one.
+
+    Fields:
+        source: a directory path, or ``s3://bucket/prefix``.
+        endpoint_url: S3-compatible endpoint (MinIO, ...); ``None`` for AWS.
+        concurrency: concurrent object reads per process (S3 only).
+    """
+
+    source: str
+    endpoint_url: str | None = None
+    concurrency: int = 16
+
+    @property
+    def is_s3(self) -> bool:
+        """True for an ``s3://`` source."""
+        return self.source.startswith("s3://")
+
+
+class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry found when listing a corpus.
+
+    Fields:
+        path: corpus-relative path, ``/``-separated (may be non-portable:
+            callers check it).
+        size_bytes: length in bytes, or -1 when unknown.
+        refusal: why the entry cannot be registered (e.g. a symbolic link to
+            a directory); ``""`` when it can.
+    """
+
+    path: str
+    size_bytes: int
+    refusal: str = ""
+
+
+class CorpusStorage(Protocol):
+    """Read access to the source bytes of a corpus. Implementations are safe
+    to share between threads of one process."""
+
+    @property
+    def location(self) -> str:
+        """Where the corpus lives, for messages: never holds a credential."""
+        ...
+
+    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
+        """Stream each artifact's complete bytes through BLAKE3-256.
+
+        ``paths`` are portable corpus-relative paths. Returns, in their
+        order, ``(size_bytes, digest)`` or the artifact's
+        ``ArtifactMissing``, ``ArtifactOutsideCorpus`` or
+        ``ArtifactUnreadable`` (returned, not raised). Raises
+        ``StorageError`` when the storage as a whole fails.
+        """
+        ...
+
+    def list_entries(self) -> Iterator[ListedEntry]:
+        """Every file or object of the corpus, in no particular order.
+
+        Raises ``StorageError`` when the corpus cannot be listed.
+        """
+        ...

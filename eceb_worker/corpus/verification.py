@@ -1,0 +1,238 @@
+"""Re-hash verification of a corpus against its registry (ECEB-0.1 §5:
+"re-hash every registered file and reject missing or stale source bytes").
+
+:func:`shard_verification` is the map step over one shard, from what the
+storage found for each of its artifacts; :func:`reduce_verification` folds
+the shards' results into one :class:`VerificationReport`, the same bytes
+whatever the shard size or the order the shards finished in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+import msgspec
+
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.core.digests import HashedBytes
+from eceb_worker.corpus.artifacts import VERIFICATION_SCHEMA, Artifact
+from eceb_worker.errors import ArtifactMissing, ArtifactOutsideCorpus, ArtifactReadError, VerificationError
+
+__all__ = [
+    "Finding",
+    "FindingStatus",
+    "HashOutcome",
+    "ShardVerification",
+    "VerificationReport",
+    "encode_verification",
+    "hash_outcomes",
+    "reduce_verification",
+    "shard_verification",
+    "verification_failed",
+]
+
+FindingStatus = Literal["missing", "stale", "unreadable", "outside_corpus"]
+
+HashResult = HashedBytes | ArtifactReadError
+"""What the storage found for one path: ``(size_bytes, digest)``, or why it could not read it."""
+
+
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """One artifact whose source bytes do not verify.
+
+    Fields:
+        artifact_id, path: the registered artifact.
+        status: ``missing`` (no such file or object), ``stale`` (bytes differ
+            from the registered digest), ``unreadable`` (exists but cannot be
+            read), ``outside_corpus`` (a symbolic link leading out of the corpus).
+        expected_digest: the registered BLAKE3 digest.
+        observed_digest: the digest of the bytes found, for ``stale`` only.
+        expected_size, observed_size: registered and found lengths in bytes
+            (``observed_size`` for ``stale`` only).
+        detail: the storage's own words when the bytes could not be read.
+    """
+
+    artifact_id: str
+    path: str
+    status: FindingStatus
+    expected_digest: str
+    expected_size: int
+    observed_digest: str | None = None
+    observed_size: int | None = None
+    detail: str = ""
+
+
+class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of re-hashing one shard.
+
+    Fields:
+        start, end: the shard's artifact range in the registry.
+        checked: artifacts re-hashed (= ``end - start``).
+        bytes_hashed: source bytes read and hashed.
+        findings: artifacts that failed, in the order of the shard's artifacts.
+    """
+
+    start: int
+    end: int
+    checked: int
+    bytes_hashed: int
+    findings: tuple[Finding, ...]
+
+
+class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
+
+    Fields:
+        schema: the schema identifier.
+        corpus_root: the registry's corpus root.
+        source: where the corpus was read, redacted (no credential).
+        artifact_count: artifacts in the registry.
+        verified_count: artifacts whose bytes match.
+        bytes_hashed: source bytes read and hashed.
+        findings: every failing artifact, in registry (corpus-root) order.
+    """
+
+    schema: Literal["symgliph.eceb/verification-v0.1"]
+    corpus_root: str
+    source: str
+    artifact_count: int
+    verified_count: int
+    bytes_hashed: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every registered artifact verified."""
+        return not self.findings
+
+
+class HashOutcome(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """What hashing one path found (registering a corpus).
+
+    Fields:
+        path: the corpus-relative path.
+        status: ``ok``, or why no digest could be taken (a :data:`FindingStatus`
+            other than ``stale``).
+        size_bytes, digest: length and BLAKE3-256 of the bytes (``ok`` only).
+        detail: the storage's own words when ``status`` is not ``ok``.
+    """
+
+    path: str
+    status: Literal["ok", "missing", "unreadable", "outside_corpus"]
+    size_bytes: int = 0
+    digest: str = ""
+    detail: str = ""
+
+
+def _status(error: ArtifactReadError) -> Literal["missing", "unreadable", "outside_corpus"]:
+    if isinstance(error, ArtifactMissing):
+        return "missing"
+    if isinstance(error, ArtifactOutsideCorpus):
+        return "outside_corpus"
+    return "unreadable"
+
+
+def hash_outcomes(paths: Sequence[str], results: Sequence[HashResult]) -> list[HashOutcome]:
+    """One :class:`HashOutcome` per path (same positions as ``results``)."""
+    return [
+        HashOutcome(path=path, status=_status(result), detail=result.detail)
+        if isinstance(result, ArtifactReadError)
+        else HashOutcome(path=path, status="ok", size_bytes=result[0], digest=result[1])
+        for path, result in zip(paths, results, strict=True)
+    ]
+
+
+def _finding(artifact: Artifact, result: HashResult) -> Finding | None:
+    if isinstance(result, ArtifactReadError):
+        status: FindingStatus = _status(result)
+        detail = result.detail
+    elif result[1] == artifact.source_digest:
+        return None
+    else:
+        status, detail = "stale", ""
+    stale = status == "stale"
+    return Finding(
+        artifact_id=artifact.artifact_id,
+        path=artifact.path,
+        status=status,
+        expected_digest=artifact.source_digest,
+        expected_size=artifact.size_bytes,
+        observed_digest=result[1] if stale and not isinstance(result, ArtifactReadError) else None,
+        observed_size=result[0] if stale and not isinstance(result, ArtifactReadError) else None,
+        detail=detail,
+    )
+
+
+def shard_verification(
+    artifacts: Sequence[Artifact], results: Sequence[HashResult], *, start: int = 0
+) -> ShardVerification:
+    """The result of re-hashing one shard: ``artifacts`` are registry entries
+    ``start..start+len``, ``results`` what the storage found for each of
+    their paths (same positions). Per-artifact failures are findings, never
+    exceptions."""
+    findings = (_finding(artifact, result) for artifact, result in zip(artifacts, results, strict=True))
+    return ShardVerification(
+        start=start,
+        end=start + len(artifacts),
+        checked=len(artifacts),
+        bytes_hashed=sum(result[0] for result in results if not isinstance(result, ArtifactReadError)),
+        findings=tuple(f for f in findings if f is not None),
+    )
+
+
+def _finding_order(finding: Finding) -> bytes:
+    """A finding's place in the report: its ``artifact_id`` as JSON, the
+    prefix that orders canonical records (see docs/INTERPRETATIONS.md, "Order
+    of verification findings")."""
+    return canonical_json(finding.artifact_id)
+
+
+def reduce_verification(
+    shards: Iterable[ShardVerification], *, corpus_root: str, artifact_count: int, source: str
+) -> VerificationReport:
+    """Fold shard results, in any order, into the corpus's report.
+
+    Findings are put in canonical order, by the JSON encoding of their
+    ``artifact_id`` (bytewise): for a registry's unique ids that is its
+    corpus-root order (ECEB-0.1 §5), whatever order the registry file lists
+    them in and however the shards cut it, so the report is the same bytes.
+
+    Raises ValueError unless the shards cover ``0..artifact_count`` exactly
+    once (a lost or duplicated shard must never yield a report).
+    """
+    ordered = sorted(shards, key=lambda s: s.start)
+    position = 0
+    for shard in ordered:
+        if shard.start != position or shard.end < shard.start:
+            raise ValueError(f"shards do not tile the registry: expected a shard at {position}, got {shard.start}")
+        position = shard.end
+    if position != artifact_count:
+        raise ValueError(f"shards cover {position} of {artifact_count} artifacts")
+    findings = tuple(sorted((f for shard in ordered for f in shard.findings), key=_finding_order))
+    return VerificationReport(
+        schema=VERIFICATION_SCHEMA,
+        corpus_root=corpus_root,
+        source=source,
+        artifact_count=artifact_count,
+        verified_count=artifact_count - len(findings),
+        bytes_hashed=sum(s.bytes_hashed for s in ordered),
+        findings=findings,
+    )
+
+
+def encode_verification(report: VerificationReport) -> bytes:
+    """The report's bytes, as ``eceb corpus verify --json`` prints them:
+    canonical JSON and a final newline."""
+    return canonical_json(report) + b"\n"
+
+
+VERIFICATION_FAILED: Final = "corpus verification failed: {failed} of {total} artifacts do not match the registry"
+
+
+def verification_failed(report: VerificationReport) -> VerificationError:
+    """The error of an evaluation whose corpus did not verify (ECEB-0.1 §5),
+    holding ``report``."""
+    return VerificationError(
+        VERIFICATION_FAILED.format(failed=len(report.findings), total=report.artifact_count), report
+    )

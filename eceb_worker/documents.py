@@ -1,0 +1,71 @@
+"""Every document eceb reads or writes, in one table: the corpus's and each
+benchmark family's (:class:`~eceb_worker.families.Document`).
+
+Schema generation, ``eceb validate``'s recognition of a file's kind and the
+schema tests read this table. Regenerate ``schema/`` after changing a
+Struct with ``python -m eceb_worker.documents schema`` (a test fails on drift).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Final
+
+from eceb_worker.core.schemas import render_schema
+from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, RULES_SCHEMA, VERIFICATION_SCHEMA, Artifact, RegistryHeader
+from eceb_worker.corpus.rules import RulesFile
+from eceb_worker.corpus.verification import VerificationReport
+from eceb_worker.families import Document
+from eceb_worker.families.eceb import FAMILY as ECEB
+
+__all__ = [
+    "ARTIFACT",
+    "DOCUMENTS",
+    "FILES",
+    "REGISTRY",
+    "RULES",
+    "VERIFICATION",
+    "document_of_schema",
+    "render",
+    "write_schemas",
+]
+
+REGISTRY: Final = Document("registry", REGISTRY_SCHEMA, "registry-header-v0.1.json", RegistryHeader)
+"""A registry: a header line (its ``schema`` field names the file), then artifact lines."""
+ARTIFACT: Final = Document("artifact", REGISTRY_SCHEMA, "artifact-v0.1.json", Artifact)
+"""One artifact line of a registry (not a file of its own)."""
+VERIFICATION: Final = Document("verification", VERIFICATION_SCHEMA, "verification-v0.1.json", VerificationReport)
+RULES: Final = Document("rules", RULES_SCHEMA, "rules-v0.1.json", RulesFile)
+
+FILES: Final[tuple[Document, ...]] = (REGISTRY, *ECEB.documents, VERIFICATION, RULES)
+"""Every kind of file, in the order ``eceb validate`` names them."""
+
+DOCUMENTS: Final[tuple[Document, ...]] = (*FILES, ARTIFACT)
+"""Every published document, with its schema file in ``schema/``."""
+
+
+def document_of_schema(schema_id: str) -> Document | None:
+    """The kind of file whose ``schema`` field holds ``schema_id`` (for a
+    registry, its header line), or None."""
+    return next((d for d in FILES if d.schema_id == schema_id), None)
+
+
+def render(document: Document) -> str:
+    """The exact text of ``schema/<document.schema_file>``."""
+    return render_schema(document.struct, document.schema_name)
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    """Write every published schema into ``directory``; returns the paths written."""
+    written = []
+    for document in sorted(DOCUMENTS, key=lambda d: d.schema_file):
+        target = directory / document.schema_file
+        target.write_text(render(document), encoding="utf-8")
+        written.append(target)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    for path in write_schemas(Path(sys.argv[1] if len(sys.argv) > 1 else "schema")):
+        print(path)

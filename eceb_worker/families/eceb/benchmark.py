@@ -1,0 +1,132 @@
+"""Benchmark definitions (ECEB-0.1 §4, §6): the corpus registry they rest on
+and their quality-constrained tasks.
+
+A benchmark file (``symgliph.eceb/benchmark-v0.1``) is one JSON document. It
+names its registry file (a path relative to the benchmark file) and pins the
+registry's corpus root, so a benchmark cannot silently move to another corpus.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+import blake3
+import msgspec
+
+from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.core.digests import Digest, digest_bytes
+from eceb_worker.corpus.artifacts import Classification
+
+__all__ = [
+    "TASK_ROOT_DOMAIN",
+    "Benchmark",
+    "RegistryReference",
+    "Task",
+    "normalized_task",
+    "query_digest",
+    "task_root",
+]
+
+TASK_ROOT_DOMAIN: Final = b"symgliph:eceb:tasks:v0.1\x00"
+
+Milli = Annotated[int, msgspec.Meta(ge=0, le=1000, description="Thousandths (0..1000).")]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Budget = Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX, description="Token budget: prompt tokens, positive.")]
+
+
+class Task(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One quality-constrained task (ECEB-0.1 §6).
+
+    Fields:
+        task_id: unique in the benchmark.
+        query: the user query, verbatim.
+        required_artifacts: artifact ids an acceptable answer rests on; each
+            must exist in the registry.
+        allowed_classifications: classifications the actor may receive, listed
+            explicitly (never inferred from order).
+        denied_artifacts: artifact ids the actor must not receive; independent
+            of ``required_artifacts`` (an id may not be in both).
+        budget_ladder: strictly ascending positive token budgets.
+        minimum_quality_milli: absolute quality floor, thousandths.
+        maximum_quality_regression_milli: largest allowed drop below the
+            baseline's quality, thousandths.
+        required_answer_terms: terms every answer must contain (case-insensitive).
+        required_repetitions: observations each strategy-budget group needs (positive).
+    """
+
+    task_id: NonEmpty
+    query: NonEmpty
+    required_artifacts: tuple[NonEmpty, ...]
+    allowed_classifications: tuple[Classification, ...]
+    denied_artifacts: tuple[NonEmpty, ...] = ()
+    budget_ladder: tuple[Budget, ...]
+    minimum_quality_milli: Milli
+    maximum_quality_regression_milli: Milli
+    required_answer_terms: tuple[NonEmpty, ...] = ()
+    required_repetitions: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)]
+
+
+class RegistryReference(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where a benchmark's registry is and which corpus it must describe.
+
+    Fields:
+        path: the registry file, relative to the benchmark file's directory
+            (or to the prefix of an ``s3://`` benchmark).
+        corpus_root: the corpus root the registry must have (ECEB-0.1 §5).
+    """
+
+    path: NonEmpty
+    corpus_root: Digest
+
+
+class Benchmark(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A benchmark definition (schema ``symgliph.eceb/benchmark-v0.1``).
+
+    Fields:
+        schema: the schema identifier.
+        benchmark_id: a name for the benchmark.
+        description: free text.
+        registry: the corpus registry this benchmark rests on.
+        tasks: the tasks, in any order (task ids are unique).
+    """
+
+    schema: Literal["symgliph.eceb/benchmark-v0.1"]
+    benchmark_id: NonEmpty
+    description: str = ""
+    registry: RegistryReference
+    tasks: tuple[Task, ...]
+
+
+def query_digest(query: str) -> str:
+    """BLAKE3-256 (hex) of the query's UTF-8 bytes: how a run shows which task text it used."""
+    return digest_bytes(query.encode("utf-8"))
+
+
+def normalized_task(task: Task) -> Task:
+    """``task`` with its set-valued lists sorted (the ladder is already ascending)."""
+    return msgspec.structs.replace(
+        task,
+        required_artifacts=tuple(sorted(task.required_artifacts)),
+        allowed_classifications=tuple(sorted(task.allowed_classifications)),
+        denied_artifacts=tuple(sorted(task.denied_artifacts)),
+        required_answer_terms=tuple(sorted(task.required_answer_terms)),
+    )
+
+
+def task_root(tasks: tuple[Task, ...] | list[Task]) -> str:
+    """The task root: ``BLAKE3("symgliph:eceb:tasks:v0.1\\0" || canonical(task) || "\\n" ...)``
+    over tasks sorted by canonical bytes, as the corpus root does for
+    artifacts (ECEB-0.1 §16 asks for "immutable corpus and task roots").
+
+    Canonical form: RFC 8785 (msgspec sorted-key encoding; tasks hold only
+    strings, integers and lists) of the task with its set-valued lists
+    (required and denied artifacts, allowed classifications, answer terms)
+    sorted, so the root does not depend on the order they were written in.
+    Returns 64 lowercase hex characters.
+    """
+    hasher = blake3.blake3(TASK_ROOT_DOMAIN)
+    for record in sorted(canonical_json(normalized_task(t)) for t in tasks):
+        hasher.update(record)
+        hasher.update(b"\n")
+    return hasher.hexdigest()

@@ -1,0 +1,295 @@
+"""Consistency checks of a benchmark against its registry, and of a run
+against its benchmark (ECEB-0.1 §6, §7, §8, §13).
+
+Each function returns every problem it finds, located by file, record and
+field; an empty list means the input is consistent. Schema-level problems
+(types, vocabularies, ranges) are caught earlier, when decoding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX, observation_cost_bounds
+from eceb_worker.core.digests import is_digest
+from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.errors import Problem
+from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
+from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Observation, RunHeader
+
+__all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
+
+
+def _duplicates(values: Iterable[str]) -> list[str]:
+    return sorted(value for value, count in Counter(values).items() if count > 1)
+
+
+def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact] | None, file: str) -> list[Problem]:
+    record = f"tasks[{index}] ({task.task_id})"
+    problems: list[Problem] = []
+
+    def add(field: str, message: str) -> None:
+        problems.append(Problem(file=file, record=record, field=field, message=message))
+
+    for field, values in (
+        ("required_artifacts", task.required_artifacts),
+        ("denied_artifacts", task.denied_artifacts),
+        ("allowed_classifications", task.allowed_classifications),
+        ("required_answer_terms", task.required_answer_terms),
+    ):
+        for value in _duplicates(values):
+            add(field, f"lists {value!r} more than once")
+    allowed = set(task.allowed_classifications)
+    registry: Mapping[str, Artifact] = artifacts if artifacts is not None else {}
+    for artifact_id in task.required_artifacts if artifacts is not None else ():
+        artifact = registry.get(artifact_id)
+        if artifact is None:
+            add("required_artifacts", f"{artifact_id!r} is not in the registry")
+        elif artifact.classification not in allowed:
+            add(
+                "required_artifacts",
+                f"{artifact_id!r} is {artifact.classification}, which the task does not allow "
+                f"(allowed: {', '.join(task.allowed_classifications) or 'none'})",
+            )
+    for artifact_id in task.denied_artifacts if artifacts is not None else ():
+        if artifact_id not in registry:
+            add("denied_artifacts", f"{artifact_id!r} is not in the registry")
+    for artifact_id in sorted(set(task.required_artifacts) & set(task.denied_artifacts)):
+        add("denied_artifacts", f"{artifact_id!r} is both required and denied")
+    ladder = task.budget_ladder
+    if not ladder:
+        add("budget_ladder", "is empty: a task needs at least one budget")
+    for position in range(1, len(ladder)):
+        if ladder[position] <= ladder[position - 1]:
+            add(
+                f"budget_ladder[{position}]",
+                f"{ladder[position]} does not ascend strictly after {ladder[position - 1]}",
+            )
+    return problems
+
+
+def benchmark_problems(
+    benchmark: Benchmark, artifacts: Mapping[str, Artifact] | None, corpus_root: str | None, *, file: str
+) -> list[Problem]:
+    """Every inconsistency of a benchmark with itself and its registry.
+
+    ``artifacts`` maps artifact id to artifact; ``corpus_root`` is the
+    registry's recomputed root; both ``None`` when the registry could not be
+    loaded (then only the benchmark's own consistency is checked). Checks: the pinned corpus root, duplicate task
+    ids, required artifacts missing from the registry or of a classification
+    the task does not allow, denied artifacts missing from the registry, an
+    artifact both required and denied, duplicate list entries, and ladders
+    that are empty or not strictly ascending.
+    """
+    problems: list[Problem] = []
+    if corpus_root is not None and benchmark.registry.corpus_root != corpus_root:
+        problems.append(
+            Problem(
+                file=file,
+                record="registry",
+                field="corpus_root",
+                message=f"pins {benchmark.registry.corpus_root} but the registry's corpus root is {corpus_root}",
+            )
+        )
+    first_index: dict[str, int] = {}
+    for index, task in enumerate(benchmark.tasks):
+        seen = first_index.setdefault(task.task_id, index)
+        if seen != index:
+            problems.append(
+                Problem(
+                    file=file,
+                    record=f"tasks[{index}]",
+                    field="task_id",
+                    message=f"duplicate task_id {task.task_id!r} (first at tasks[{seen}])",
+                )
+            )
+        problems.extend(_task_problems(task, index, artifacts, file))
+    return problems
+
+
+def run_header_problems(
+    header: RunHeader, benchmark: Benchmark | None, corpus_root: str | None, *, file: str
+) -> list[Problem]:
+    """Every inconsistency of a run's header: duplicate configuration ids and,
+    given the benchmark and the registry's corpus root, the benchmark
+    reference (id and task root) and the corpus root."""
+    problems: list[Problem] = []
+
+    def add(record: str, field: str, message: str) -> None:
+        problems.append(Problem(file=file, record=record, field=field, message=message))
+
+    if benchmark is not None:
+        if header.benchmark.benchmark_id != benchmark.benchmark_id:
+            add("benchmark", "benchmark_id", f"is {header.benchmark.benchmark_id!r}, not {benchmark.benchmark_id!r}")
+        expected_root = task_root(benchmark.tasks)
+        if header.benchmark.task_root != expected_root:
+            add(
+                "benchmark",
+                "task_root",
+                f"is {header.benchmark.task_root} but the benchmark's task root is {expected_root}",
+            )
+    if corpus_root is not None and header.corpus_root != corpus_root:
+        add("", "corpus_root", f"is {header.corpus_root} but the registry's corpus root is {corpus_root}")
+    factorial = header.factorial_experiment
+    if factorial is not None:
+        for factor in _duplicates(factorial.factors):
+            add("factorial_experiment", "factors", f"lists {factor!r} more than once")
+    seen: set[str] = set()
+    for index, configuration in enumerate(header.configurations):
+        if configuration.configuration_id in seen:
+            add(
+                f"configurations[{index}]",
+                "configuration_id",
+                f"duplicate configuration_id {configuration.configuration_id!r}",
+            )
+        seen.add(configuration.configuration_id)
+    return problems
+
+
+def task_record_problems(
+    task_id: str,
+    task: Task | None,
+    observations: Sequence[tuple[int, Observation]],
+    auxiliary_costs: Sequence[tuple[int, AuxiliaryCost]],
+    configurations: Mapping[str, Configuration],
+    *,
+    file: str,
+    benchmark_known: bool,
+) -> list[Problem]:
+    """Every inconsistency of one task's records (positions give the record names).
+
+    With ``benchmark_known``, ``task`` is the benchmark's task (``None``: the
+    run names a task the benchmark does not have). Checks, per observation:
+    a known task; a budget that fits its strategy (compiled: on the task's
+    ladder; full_permitted_context: none; naive_top_k: any); a known
+    configuration; cached input within input tokens; recorded costs that
+    follow the configuration's pricing snapshot (ECEB-0.1 §8 and the
+    task-context reference's credit formula); no artifact selected twice;
+    repetition numbers unique per strategy/budget group (§13). Per auxiliary
+    cost: charged to a group that has observations.
+    """
+    problems: list[Problem] = []
+
+    def add(index: int, field: str, message: str, *, array: str = "observations") -> None:
+        problems.append(Problem(file=file, record=f"{array}[{index}]", field=field, message=message))
+
+    first_of_repetition: dict[tuple[str, int | None, int], int] = {}
+    totals: dict[tuple[str, int | None], int] = {}  # cost of each strategy/budget group
+    digests: set[str] = set()
+    for _, obs in observations:
+        digests.add(obs.query_digest)
+        digests.add(obs.context_digest)
+        for selected in obs.selected_artifacts:
+            digests.add(selected.observed_digest)
+    malformed = {d for d in digests if not is_digest(d)}
+    ladder = set(task.budget_ladder) if task is not None else set()
+    rates = {
+        cid: (
+            c.pricing.input_micro_usd_per_mtok,
+            c.pricing.cached_input_micro_usd_per_mtok,
+            c.pricing.output_micro_usd_per_mtok,
+        )
+        for cid, c in configurations.items()
+    }
+    for index, obs in observations:
+        if malformed:
+            for field, value in _digest_fields(obs):
+                if value in malformed:
+                    add(index, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
+        if benchmark_known and task is None:
+            add(index, "task_id", f"{task_id!r} is not a task of the benchmark")
+        elif task is not None and obs.strategy == "compiled" and obs.budget not in ladder:
+            shown = "no budget" if obs.budget is None else f"budget {obs.budget}"
+            add(index, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
+        if obs.strategy == "full_permitted_context" and obs.budget is not None:
+            add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
+        rate = rates.get(obs.configuration_id)
+        if rate is None:
+            add(index, "configuration_id", f"{obs.configuration_id!r} is not a configuration of the run")
+        input_tokens = obs.input_tokens
+        cached = obs.cached_input_tokens or 0
+        if cached > input_tokens:
+            add(index, "cached_input_tokens", f"{cached} exceeds input_tokens {input_tokens}")
+        elif rate is not None:
+            exact_input = (input_tokens - cached) * rate[0] + cached * rate[1]
+            if (
+                abs(obs.input_cost_micro_usd * 1_000_000 - exact_input) >= 1_000_000
+                or abs(obs.output_cost_micro_usd * 1_000_000 - obs.output_tokens * rate[2]) >= 1_000_000
+            ):
+                configuration = configurations[obs.configuration_id]
+                problems.extend(_cost_problems(obs, cached, configuration, file, f"observations[{index}]"))
+        if len(obs.selected_artifacts) > 1:
+            selected_ids = [s.artifact_id for s in obs.selected_artifacts]
+            if len(set(selected_ids)) != len(selected_ids):
+                for artifact_id in _duplicates(selected_ids):
+                    add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
+        group = (obs.strategy, obs.budget)
+        totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+        seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
+        if seen != index:
+            add(
+                index,
+                "repetition",
+                f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
+            )
+    groups = set(totals)
+    for _, aux in auxiliary_costs:
+        key = (aux.strategy, aux.budget)
+        totals[key] = totals.get(key, 0) + aux.cost_micro_usd
+    for (strategy, budget), total in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        if total > SAFE_INTEGER_MAX:
+            problems.append(
+                Problem(
+                    file=file,
+                    record=f"{task_id}/{strategy}/{budget}",
+                    message=f"costs total {total} micro-USD, beyond 2^53 - 1: not reportable exactly",
+                )
+            )
+    for index, aux in auxiliary_costs:
+        if (aux.strategy, aux.budget) not in groups:
+            add(
+                index,
+                "",
+                f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
+                array="auxiliary_costs",
+            )
+    return problems
+
+
+def _digest_fields(obs: Observation) -> list[tuple[str, str]]:
+    fields = [("query_digest", obs.query_digest), ("context_digest", obs.context_digest)]
+    fields.extend(
+        (f"selected_artifacts[{i}].observed_digest", s.observed_digest) for i, s in enumerate(obs.selected_artifacts)
+    )
+    return fields
+
+
+def _cost_problems(
+    obs: Observation, cached: int, configuration: Configuration, file: str, record: str
+) -> list[Problem]:
+    pricing = configuration.pricing
+    (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
+        obs.input_tokens,
+        cached,
+        obs.output_tokens,
+        pricing.input_micro_usd_per_mtok,
+        pricing.cached_input_micro_usd_per_mtok,
+        pricing.output_micro_usd_per_mtok,
+    )
+    problems = []
+    for field, value, low, high in (
+        ("input_cost_micro_usd", obs.input_cost_micro_usd, in_low, in_high),
+        ("output_cost_micro_usd", obs.output_cost_micro_usd, out_low, out_high),
+    ):
+        if not low <= value <= high:
+            expected = f"{low}" if low == high else f"{low}..{high}"
+            problems.append(
+                Problem(
+                    file=file,
+                    record=record,
+                    field=field,
+                    message=f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}",
+                )
+            )
+    return problems

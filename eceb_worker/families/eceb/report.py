@@ -1,0 +1,229 @@
+"""The evaluation report (``symgliph.eceb/report-v0.1``) and the reduce step
+that builds it from per-task results (ECEB-0.1 §12, §15).
+
+The report is canonical JSON (RFC 8785: sorted keys, no insignificant white
+space, integers only) followed by one newline; it holds no wall-clock time,
+no host name and no storage location, so identical inputs give identical
+bytes whatever the order of their records, the shard size or the worker count.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+import blake3
+import msgspec
+
+from eceb_worker.core.canonical import canonical_json, canonical_lines
+from eceb_worker.families.eceb.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
+from eceb_worker.families.eceb.tasks import TaskResult
+from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
+
+__all__ = [
+    "RUN_DIGEST_DOMAIN",
+    "Report",
+    "ReportInputs",
+    "RunDigester",
+    "Summary",
+    "encode_report",
+    "reduce_report",
+    "run_digest",
+    "task_records_digest",
+]
+
+RUN_DIGEST_DOMAIN: Final = b"symgliph:eceb:run:v0.1\x00"
+
+
+class ReportInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """Digests of what the report was computed from.
+
+    Fields:
+        benchmark_id: the benchmark's name.
+        task_root: the benchmark's task root.
+        corpus_root: the corpus root, recomputed from the registry and
+            verified against the corpus bytes.
+        artifact_count: artifacts re-hashed and verified.
+        run_id: the run's name.
+        run_digest: the run's order-independent digest (:func:`run_digest`).
+    """
+
+    benchmark_id: str
+    task_root: str
+    corpus_root: str
+    artifact_count: int
+    run_id: str
+    run_digest: str
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """Aggregate figures (ECEB-0.1 §12).
+
+    Fields:
+        passing_tasks, total_tasks: numerator and denominator; failed tasks
+            stay in the denominator.
+        mean_token_savings_bps: floored mean over passing tasks; ``None`` if none pass.
+        mean_cost_savings_bps: floored mean over the ``cost_savings_tasks``
+            passing tasks whose baseline cost is positive; ``None`` if none.
+    """
+
+    passing_tasks: int
+    total_tasks: int
+    mean_token_savings_bps: int | None
+    mean_cost_savings_bps: int | None
+    cost_savings_tasks: int
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """An evaluation report (schema ``symgliph.eceb/report-v0.1``).
+
+    Fields:
+        schema: the schema identifier.
+        eceb_version: the evaluator's version.
+        claim_class: the run's claim class (ECEB-0.1 §15), never upgraded.
+        non_empirical: the run declares synthetic scores or usage.
+        factorial_experiment: the factors the run declared free to differ.
+        inputs: digests of the benchmark, corpus and run.
+        summary: aggregate figures.
+        tasks: one result per task, sorted by task id.
+    """
+
+    schema: Literal["symgliph.eceb/report-v0.1"]
+    eceb_version: str
+    claim_class: ClaimClass
+    non_empirical: bool
+    factorial_experiment: FactorialExperiment | None
+    inputs: ReportInputs
+    summary: Summary
+    tasks: tuple[TaskResult, ...]
+
+
+def task_records_digest(observations: Sequence[Observation], auxiliary_costs: Sequence[AuxiliaryCost]) -> str:
+    """BLAKE3 of one task's records, whatever their order (hex).
+
+    Hashes each observation (selected artifacts sorted) as one canonical
+    record and a newline, ordered by strategy, budget (none first) and
+    repetition, then each auxiliary cost likewise, ordered by its bytes.
+    """
+    hasher = blake3.blake3()
+    ordered = sorted(observations, key=lambda o: (o.strategy, -1 if o.budget is None else o.budget, o.repetition))
+    if ordered:
+        hasher.update(canonical_lines([_with_sorted_selection(o) for o in ordered]))
+    if auxiliary_costs:
+        hasher.update(b"".join(sorted(canonical_json(a) + b"\n" for a in auxiliary_costs)))
+    return str(hasher.hexdigest())
+
+
+class RunDigester:
+    """Builds a run's order-independent digest from per-task record digests.
+
+    ``BLAKE3("symgliph:eceb:run:v0.1\\0" || header || "\\n" || lines)``: the
+    header is the canonical run header (configurations sorted by id); each
+    line is the canonical JSON array ``[task_id, records_digest]`` (see
+    :func:`task_records_digest`) and a newline, lines in ascending task id. Reordering records in the file does
+    not change the digest; changing any value does. Tasks may be digested in
+    any shard and order: :meth:`hexdigest` sorts them.
+    """
+
+    def __init__(self, header: RunHeader) -> None:
+        self._header = msgspec.structs.replace(
+            header,
+            configurations=tuple(sorted(header.configurations, key=lambda c: c.configuration_id)),
+            factorial_experiment=_sorted_factors(header.factorial_experiment),
+        )
+        self._tasks: dict[str, str] = {}
+
+    def add_task(self, task_id: str, records_digest: str) -> None:
+        """Record one task's :func:`task_records_digest`. Raises ValueError for a task added twice."""
+        if task_id in self._tasks:
+            raise ValueError(f"task {task_id!r} digested twice")
+        self._tasks[task_id] = records_digest
+
+    def hexdigest(self) -> str:
+        """The run digest, 64 lowercase hex characters."""
+        hasher = blake3.blake3(RUN_DIGEST_DOMAIN)
+        hasher.update(canonical_json(self._header))
+        hasher.update(b"\n")
+        for task_id in sorted(self._tasks):
+            hasher.update(canonical_json([task_id, self._tasks[task_id]]) + b"\n")
+        return str(hasher.hexdigest())
+
+
+def run_digest(run: Run) -> str:
+    """The :class:`RunDigester` digest of a whole, decoded run."""
+    observations: dict[str, list[Observation]] = defaultdict(list)
+    auxiliary: dict[str, list[AuxiliaryCost]] = defaultdict(list)
+    for o in run.observations:
+        observations[o.task_id].append(o)
+    for a in run.auxiliary_costs:
+        auxiliary[a.task_id].append(a)
+    header = RunHeader(**{f: getattr(run, f) for f in RunHeader.__struct_fields__})
+    digester = RunDigester(header)
+    for task_id in observations.keys() | auxiliary.keys():
+        digester.add_task(task_id, task_records_digest(observations[task_id], auxiliary[task_id]))
+    return digester.hexdigest()
+
+
+def _sorted_factors(factorial: FactorialExperiment | None) -> FactorialExperiment | None:
+    """The declaration with its factors in sorted order (their order carries no meaning)."""
+    if factorial is None:
+        return None
+    return msgspec.structs.replace(factorial, factors=tuple(sorted(factorial.factors)))
+
+
+def _with_sorted_selection(observation: Observation) -> Observation:
+    selected = observation.selected_artifacts
+    if len(selected) < 2:
+        return observation
+    keys = [(s.artifact_id, s.observed_digest) for s in selected]
+    if keys == sorted(keys):
+        return observation
+    ordered = tuple(s for _, s in sorted(zip(keys, selected, strict=True), key=lambda pair: pair[0]))
+    return msgspec.structs.replace(observation, selected_artifacts=ordered)
+
+
+def reduce_report(
+    results: Iterable[TaskResult],
+    *,
+    inputs: ReportInputs,
+    claim_class: ClaimClass,
+    non_empirical: bool,
+    factorial_experiment: FactorialExperiment | None,
+    eceb_version: str,
+) -> Report:
+    """Fold per-task results, in any order, into the report.
+
+    Raises ValueError when two results name the same task (a shard delivered
+    twice must never count twice).
+    """
+    tasks = sorted(results, key=lambda r: r.task_id)
+    for previous, current in itertools.pairwise(tasks):
+        if previous.task_id == current.task_id:
+            raise ValueError(f"task {current.task_id!r} was evaluated twice")
+    passing = [t for t in tasks if t.passed]
+    token = [t.token_savings_bps for t in passing if t.token_savings_bps is not None]
+    cost = [t.cost_savings_bps for t in passing if t.cost_savings_bps is not None]
+    summary = Summary(
+        passing_tasks=len(passing),
+        total_tasks=len(tasks),
+        mean_token_savings_bps=sum(token) // len(token) if token else None,
+        mean_cost_savings_bps=sum(cost) // len(cost) if cost else None,
+        cost_savings_tasks=len(cost),
+    )
+    return Report(
+        schema=REPORT_SCHEMA,
+        eceb_version=eceb_version,
+        claim_class=claim_class,
+        non_empirical=non_empirical,
+        factorial_experiment=_sorted_factors(factorial_experiment),
+        inputs=inputs,
+        summary=summary,
+        tasks=tuple(tasks),
+    )
+
+
+def encode_report(report: Report) -> bytes:
+    """The report's bytes: canonical JSON (RFC 8785) and a final newline."""
+    return canonical_json(report) + b"\n"

@@ -1,0 +1,131 @@
+"""A corpus in an S3-compatible bucket, under a key prefix
+(:class:`~eceb_worker.corpus.storage.CorpusStorage`).
+
+Reads go through :mod:`eceb_worker.io.s3`: its client, its retries and its
+one mapping of botocore's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from eceb_worker.core.digests import HashedBytes, digest_chunks
+from eceb_worker.corpus.storage import ListedEntry
+from eceb_worker.errors import ArtifactReadError
+from eceb_worker.io.s3 import (
+    DEFAULT_CONCURRENCY,
+    FAILURES,
+    REQUEST_ATTEMPTS,
+    REQUEST_ERRORS,
+    ResumableBody,
+    Role,
+    check_endpoint,
+    make_s3_client,
+    parse_s3_url,
+    s3_error,
+)
+
+__all__ = ["S3Storage"]
+
+
+class S3Storage:
+    """A corpus stored under ``s3://bucket/prefix``: artifact ``path`` is the
+    object ``prefix/path``. Portable paths cannot leave the prefix.
+
+    One boto3 client is shared by all threads (clients are thread-safe); its
+    connection pool is sized to ``concurrency``, and :meth:`hash_artifacts`
+    keeps that many reads in flight.
+
+    Raises ValueError for a malformed URL or endpoint; the message never
+    repeats the endpoint (it may embed credentials).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        endpoint_url: str | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        max_attempts: int = REQUEST_ATTEMPTS,
+        client: Any = None,
+    ) -> None:
+        self._bucket, self._prefix = parse_s3_url(url)
+        self._concurrency = max(1, concurrency)
+        if client is None:
+            client = make_s3_client(endpoint_url, concurrency=self._concurrency, max_attempts=max_attempts)
+        elif endpoint_url is not None:
+            check_endpoint(endpoint_url)
+        self._client = client
+
+    @property
+    def location(self) -> str:
+        """``s3://bucket/prefix`` (the endpoint is not shown: it may embed credentials)."""
+        return f"s3://{self._bucket}/{self._prefix}" if self._prefix else f"s3://{self._bucket}"
+
+    @property
+    def concurrency(self) -> int:
+        """Concurrent object reads per process."""
+        return self._concurrency
+
+    def _key(self, path: str) -> str:
+        return f"{self._prefix}/{path}" if self._prefix else path
+
+    def hash_artifact(self, path: str) -> HashedBytes:
+        """Stream the object's bytes through BLAKE3; ``(size_bytes, hex digest)``.
+
+        Raises ``ArtifactMissing`` (no such key), ``ArtifactUnreadable``
+        (access denied, read failed after retries) or ``StorageError`` (the
+        bucket does not exist, the endpoint cannot be reached, no credentials
+        were found or the service rejects them).
+        """
+        try:
+            body = ResumableBody(self._client, self._bucket, self._key(path))
+            try:
+                return digest_chunks(body.chunks())
+            finally:
+                body.close()
+        except FAILURES as exc:
+            raise s3_error(exc, Role.ARTIFACT, self.location, path) from None
+
+    def _hash_or_error(self, path: str) -> HashedBytes | ArtifactReadError:
+        try:
+            return self.hash_artifact(path)
+        except ArtifactReadError as exc:
+            return exc
+
+    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
+        """:meth:`hash_artifact` of each path, in order, ``concurrency`` at a
+        time, with each artifact's failure returned in place of its result.
+        Raises ``StorageError`` when the storage as a whole fails (the reads
+        not started yet are dropped)."""
+        if self._concurrency == 1 or len(paths) < 2:
+            return [self._hash_or_error(path) for path in paths]
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=min(self._concurrency, len(paths)), thread_name_prefix="eceb-s3")
+        try:
+            return list(pool.map(self._hash_or_error, paths))
+        except BaseException:
+            # The storage failed as a whole: do not wait for every other read to fail too.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
+
+    def list_entries(self) -> Iterator[ListedEntry]:
+        """Every object under the prefix (paginated, 1,000 keys a page).
+
+        Raises ``StorageError`` when the bucket cannot be listed.
+        """
+        prefix = f"{self._prefix}/" if self._prefix else ""
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    key = item["Key"]
+                    if key.endswith("/"):
+                        continue
+                    yield ListedEntry(path=key[len(prefix) :], size_bytes=int(item["Size"]))
+        except REQUEST_ERRORS as exc:
+            raise s3_error(exc, Role.LISTING, self.location) from None

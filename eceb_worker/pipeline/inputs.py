@@ -1,0 +1,277 @@
+"""A job's inputs (ECEB-0.1 §5-§8): a registry, a benchmark and its
+registry, a run, read from local files or ``s3://`` objects
+(:mod:`eceb_worker.io.locations`) and checked together, every problem of
+every file reported at once (:class:`~eceb_worker.errors.InputError`).
+
+The registry is always read as a stream (:func:`~eceb_worker.corpus.registry.scan_registry`,
+sorting in temporary files when its lines are not in corpus-root order);
+what it keeps of it is the caller's choice: every artifact (``eceb
+evaluate``, ``eceb corpus verify``, which run in one process), or only
+those a benchmark names (the distributed coordinator, whose memory must not
+grow with the registry).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Set as AbstractSet
+from typing import Final
+
+import msgspec
+
+from eceb_worker.core.decoding import decode_document, decode_lenient
+from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
+from eceb_worker.corpus.registry import KEEP_ALL, Registry, registry_artifacts, scan_registry
+from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.eceb.benchmark import Benchmark
+from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
+from eceb_worker.families.eceb.run_index import IndexedRun, index_run
+from eceb_worker.families.eceb.shards import record_problems_of_run
+from eceb_worker.io.locations import Location, Locator
+from eceb_worker.io.spill import ExternalSorter
+
+__all__ = [
+    "CheckedInputs",
+    "check_benchmark",
+    "check_inputs",
+    "check_run_records",
+    "load_benchmark",
+    "load_referenced_artifacts",
+    "load_registry",
+    "load_run",
+    "named_artifacts",
+    "referenced_artifact_ids",
+    "registry_location",
+]
+
+Where = str | os.PathLike[str]
+"""A local path, or an ``s3://bucket/key`` URL."""
+
+
+class CheckedInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """A benchmark, its registry and a run, checked together.
+
+    Fields:
+        benchmark: the benchmark.
+        registry: its registry: header, re-hash plan, and the artifacts kept
+            (all, or those the benchmark's tasks name).
+        registry_location: where the registry is (a path or an ``s3://`` URL).
+        run: the run, header checked, records indexed by task (checked as
+            they are evaluated).
+    """
+
+    benchmark: Benchmark
+    registry: Registry
+    registry_location: str
+    run: IndexedRun
+
+    @property
+    def corpus_root(self) -> str:
+        """The registry's corpus root (ECEB-0.1 §5)."""
+        return self.registry.corpus_root
+
+
+def load_registry(
+    where: Where | Location,
+    locator: Locator | None = None,
+    *,
+    keep: AbstractSet[str] | None = KEEP_ALL,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+) -> Registry:
+    """Read and check a registry (ECEB-0.1 §5) as a stream, keeping the
+    artifacts ``keep`` names (by default all) and its re-hash plan
+    (``shard_bytes``, ``file_cost_bytes``). Raises :class:`InputError` with
+    every problem, ``StorageError`` when the storage cannot be used."""
+    location = _located(where, locator)
+    return scan_registry(
+        location.chunks,
+        location.name,
+        keep=keep,
+        shard_bytes=shard_bytes,
+        file_cost_bytes=file_cost_bytes,
+        new_sorter=ExternalSorter,
+    )
+
+
+def _located(where: Where | Location, locator: Locator | None) -> Location:
+    if isinstance(where, (str, os.PathLike)):
+        return (locator or Locator()).locate(where)
+    return where
+
+
+def load_benchmark(where: Where, locator: Locator | None = None) -> Benchmark:
+    """Decode a benchmark file; raises :class:`InputError` with every schema problem."""
+    location = _located(where, locator)
+    return decode_document(location.read(), Benchmark, file=location.name)
+
+
+def load_run(where: Where, locator: Locator | None = None) -> IndexedRun:
+    """Decode a run file's header and index its records by task (a local file
+    is memory-mapped; records are decoded later, task by task). Raises
+    :class:`InputError` with every problem of the header and, if the header
+    or the arrays' shape is invalid, of every record.
+    """
+    location = _located(where, locator)
+    return index_run(location.map(), file=location.name)
+
+
+def registry_location(benchmark_location: Location, relative: str) -> Location:
+    """Where a benchmark's registry is: ``relative`` beside the benchmark
+    file (or its key prefix). Raises :class:`InputError` when it leads out
+    of the bucket."""
+    try:
+        return benchmark_location.sibling(relative)
+    except ValueError as exc:
+        raise InputError([Problem(file=benchmark_location.name, field="registry.path", message=str(exc))]) from None
+
+
+def named_artifacts(benchmark: Benchmark) -> frozenset[str]:
+    """Every artifact id a task of ``benchmark`` requires or denies."""
+    return frozenset(a for task in benchmark.tasks for a in (*task.required_artifacts, *task.denied_artifacts))
+
+
+def _benchmark_with_registry(
+    where: Where, locator: Locator, problems: list[Problem], keep: AbstractSet[str] | None, shard_bytes: int
+) -> tuple[Benchmark | None, Registry | None, str]:
+    """Load a benchmark and its registry, appending every problem to
+    ``problems``; the benchmark, the registry and the registry's location."""
+    location = locator.locate(where)
+    try:
+        benchmark = load_benchmark(where, locator)
+    except InputError as exc:
+        problems.extend(exc.problems)
+        # The registry can still be checked when its path can be read leniently.
+        try:
+            value, _ = decode_lenient(location.read())
+        except InputError:
+            return None, None, ""
+        reference = value.get("registry") if isinstance(value, dict) else None
+        named = reference.get("path") if isinstance(reference, dict) else None
+        if isinstance(named, str) and named:
+            try:
+                load_registry(registry_location(location, named), keep=frozenset(), shard_bytes=shard_bytes)
+            except InputError as registry_exc:
+                problems.extend(registry_exc.problems)
+        return None, None, ""
+    try:
+        registry_at = registry_location(location, benchmark.registry.path)
+        wanted = keep if keep is None else named_artifacts(benchmark) | frozenset(keep)
+        registry = load_registry(registry_at, keep=wanted, shard_bytes=shard_bytes)
+    except InputError as exc:
+        problems.extend(exc.problems)
+        problems.extend(benchmark_problems(benchmark, None, None, file=location.name))
+        return benchmark, None, ""
+    problems.extend(benchmark_problems(benchmark, registry.by_id(), registry.corpus_root, file=location.name))
+    return benchmark, registry, registry_at.name
+
+
+def check_benchmark(where: Where, locator: Locator | None = None) -> tuple[Benchmark, Registry]:
+    """Load a benchmark and its whole registry and check them together (ECEB-0.1 §6).
+
+    Raises :class:`InputError` holding every problem of both files.
+    """
+    problems: list[Problem] = []
+    benchmark, registry, _ = _benchmark_with_registry(
+        where, locator or Locator(), problems, KEEP_ALL, DEFAULT_SHARD_BYTES
+    )
+    if problems:
+        raise InputError(problems)
+    assert benchmark is not None and registry is not None
+    return benchmark, registry
+
+
+def check_inputs(
+    benchmark_at: Where,
+    run_at: Where,
+    locator: Locator | None = None,
+    *,
+    keep: AbstractSet[str] | None = KEEP_ALL,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+) -> CheckedInputs:
+    """Load the benchmark, its registry and the run's header, and check them together.
+
+    Each may be a local path or an ``s3://bucket/key`` URL (read by
+    ``locator``); the registry's path in the benchmark is relative to the
+    benchmark's directory or key prefix. The registry keeps every artifact
+    (``keep=KEEP_ALL``), or those the benchmark names and the ids in ``keep``;
+    its re-hash plan is cut at ``shard_bytes``. Raises :class:`InputError`
+    holding every problem of the three files found so far (each problem names
+    its file), before any corpus byte is read; the run's records are checked
+    then too when anything else has a problem, and otherwise while they are
+    evaluated. Raises ``StorageError`` when the storage cannot be used.
+    """
+    locator = locator or Locator()
+    problems: list[Problem] = []
+    benchmark, registry, registry_at = _benchmark_with_registry(benchmark_at, locator, problems, keep, shard_bytes)
+    run = None
+    try:
+        run = load_run(run_at, locator)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if run is not None:
+        problems.extend(run.unkeyed)
+        corpus_root = registry.corpus_root if registry is not None else None
+        problems.extend(run_header_problems(run.header, benchmark, corpus_root, file=run.file))
+    if problems and run is not None:
+        # The run's records would otherwise be checked only after corpus
+        # verification: report their problems now, with the others.
+        problems.extend(record_problems_of_run(run, benchmark))
+    if problems:
+        raise InputError(problems)
+    assert benchmark is not None and registry is not None and run is not None
+    return CheckedInputs(benchmark=benchmark, registry=registry, registry_location=registry_at, run=run)
+
+
+def check_run_records(run: IndexedRun, benchmark: Benchmark | None = None) -> None:
+    """Check every record of a run (against ``benchmark`` when given).
+
+    Raises :class:`InputError` holding every problem, in record order.
+    """
+    problems = record_problems_of_run(run, benchmark)
+    if problems:
+        raise InputError(problems)
+
+
+class _Selected(msgspec.Struct, frozen=True, gc=False):
+    artifact_id: str
+
+
+class _Selections(msgspec.Struct, frozen=True, gc=False):
+    """Just the artifacts an observation selected; other fields are skipped unread."""
+
+    selected_artifacts: tuple[_Selected, ...] = ()
+
+
+_SELECTIONS: Final = msgspec.json.Decoder(_Selections)
+
+
+def referenced_artifact_ids(benchmark: Benchmark, run: IndexedRun) -> set[str]:
+    """Every artifact id evaluating ``run`` against ``benchmark`` can look up
+    in the registry: those the tasks require or deny and those the
+    observations select (ECEB-0.1 §6, §8). An observation that does not
+    decode is skipped: its task has problems and is not evaluated."""
+    wanted = set(named_artifacts(benchmark))
+    for items in run.observations.values():
+        for _index, raw in items:
+            try:
+                selections = _SELECTIONS.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                continue
+            wanted.update(s.artifact_id for s in selections.selected_artifacts)
+    return wanted
+
+
+def load_referenced_artifacts(
+    registry_at: Where, benchmark: Benchmark, run: IndexedRun, locator: Locator | None = None
+) -> dict[str, Artifact]:
+    """The artifacts of a registry already checked (:func:`check_inputs`)
+    that evaluating ``run`` against ``benchmark`` can look up
+    (:func:`referenced_artifact_ids`), by id, read as a stream: memory holds
+    those artifacts only. Raises :class:`InputError` when the registry
+    cannot be read or changed (with ``locator`` pinning versions),
+    ``StorageError``.
+    """
+    location = _located(registry_at, locator)
+    return registry_artifacts(location.chunks(), referenced_artifact_ids(benchmark, run))

@@ -1,0 +1,345 @@
+"""The one orchestration of a job, for every executor: verify a corpus
+(ECEB-0.1 §5), or evaluate a run (§5-§15).
+
+A job is a sequence of steps; between them, map stages any executor runs::
+
+    start      check the inputs; plan the re-hash     -> MapStage(REHASH)
+    after      reduce the verification; a verification job ends with its report;
+               an evaluation fails here, or plans the evaluation -> MapStage(EVALUATE)
+    after      reduce the outcomes into the report    -> Finished
+
+:func:`run_job` drives it in this process (``eceb corpus verify``, ``eceb
+evaluate``), the map stages run by an :class:`Executor` (this process and
+helper processes); the cluster (:mod:`eceb_worker.cluster.tasks`) runs the
+same :meth:`Job.start` and :meth:`Job.after` as Celery tasks, each map stage
+as a chord of shard tasks. Only the first step differs: in one process the
+inputs are held whole (:class:`~eceb_worker.pipeline.shards.Held`), on a
+cluster the coordinator scans the registry and keeps no artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
+
+import msgspec
+
+from eceb_worker import __version__
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, plan_rehash
+from eceb_worker.corpus.registry import Registry
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import (
+    VerificationReport,
+    reduce_verification,
+    verification_failed,
+)
+from eceb_worker.errors import ShardFailedError
+from eceb_worker.families.eceb.report import Report
+from eceb_worker.families.eceb.shards import (
+    DEFAULT_SHARD_OBSERVATIONS,
+    EvaluationShard,
+    plan_evaluation,
+    reduce_evaluation,
+)
+from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
+from eceb_worker.io.storage import shared_storage
+from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
+from eceb_worker.pipeline.messages import (
+    CheckedRegistry,
+    EvaluateAnswer,
+    EvaluateTask,
+    JobInputs,
+    JobKind,
+    JobMessage,
+    RehashAnswer,
+    RehashTask,
+    ShardAnswer,
+    ShardFailed,
+    ShardTask,
+    Stage,
+)
+from eceb_worker.pipeline.shards import Held, Prepared, Workspace
+
+__all__ = [
+    "Executor",
+    "Finished",
+    "Job",
+    "MapStage",
+    "evaluate",
+    "run_job",
+    "verify_corpus",
+]
+
+
+class MapStage(msgspec.Struct, frozen=True, kw_only=True):
+    """A map step to run: every task, once, in any order.
+
+    Fields:
+        stage: which step.
+        tasks: the shard tasks, in plan order (a task's index is its position).
+        single_core_bytes: the work, in byte-equivalents on one core, that
+            helper processes would share (files too small for BLAKE3's own
+            threads); ``None`` when every task gains from a process of its
+            own (reads from object storage wait on the network).
+    """
+
+    stage: Stage
+    tasks: list[ShardTask]
+    single_core_bytes: int | None = None
+
+
+class Finished(msgspec.Struct, frozen=True, kw_only=True):
+    """A job's result: the verification report, and an evaluation's report."""
+
+    verification: VerificationReport | None = None
+    report: Report | None = None
+
+
+AnswerCallback = Callable[[ShardAnswer], object]
+
+
+class Executor(Protocol):
+    """Runs the tasks of a map stage and returns one answer per task, in task order."""
+
+    def map(self, stage: MapStage, workspace: Workspace, on_answer: AnswerCallback | None = None) -> list[ShardAnswer]:
+        """Run every task of ``stage`` once; ``workspace`` runs those of this
+        process. ``on_answer`` is called in the caller's thread for each
+        answer, in completion order (progress). Raises what a task raises
+        (``StorageError`` for a failing storage)."""
+        ...
+
+
+class Job:
+    """One job's steps (:class:`~eceb_worker.pipeline.messages.JobMessage`).
+
+    ``workspace`` runs this process's shard tasks and keeps what later
+    steps reuse; ``held`` is what this process already holds of the job's
+    inputs (then :meth:`start` reads nothing).
+    """
+
+    def __init__(self, message: JobMessage, workspace: Workspace | None = None, *, held: Held | None = None) -> None:
+        self.message = message
+        self.held = held
+        self.workspace = workspace or Workspace(held)
+        self.verification: VerificationReport | None = None
+
+    def start(self) -> MapStage:
+        """Check the job's inputs and plan the re-hash (ECEB-0.1 §5).
+
+        Updates :attr:`message` with the registry checked and the versions
+        of the inputs read. Raises :class:`~eceb_worker.errors.InputError`
+        with every problem of the inputs, ``StorageError`` when they cannot
+        be read at all.
+        """
+        if self.held is not None:
+            # Held whole: each task carries its artifacts (no byte ranges are needed).
+            registry = self.held.registry
+            sizes = [a.size_bytes for a in registry.artifacts]
+            shards = tuple(plan_rehash(sizes, shard_bytes=self.message.shard_bytes))
+            location = self.message.inputs.registry
+        else:
+            registry, location = self._scan()
+            shards = registry.shards
+        message = self.message
+        checked = CheckedRegistry(
+            location=location,
+            etag=dict(message.inputs.etags).get(location, ""),
+            corpus_root=registry.corpus_root,
+            artifact_count=registry.artifact_count,
+            rehash_shards=len(shards),
+        )
+        self.message = msgspec.structs.replace(message, registry=checked)
+        tasks: list[ShardTask] = [
+            RehashTask(
+                corpus=message.corpus,
+                registry=checked,
+                endpoint_url=message.inputs.endpoint_url,
+                shard=shard,
+                artifacts=registry.artifacts[shard.start : shard.end] if self.held is not None else (),
+                job_id=message.job_id,
+            )
+            for shard in shards
+        ]
+        return MapStage(stage=Stage.REHASH, tasks=tasks, single_core_bytes=self._single_core_bytes())
+
+    def _scan(self) -> tuple[Registry, str]:
+        """Read and check the inputs, keeping no registry artifact beyond
+        those the benchmark names; record the versions read."""
+        message = self.message
+        inputs = message.inputs
+        locator = self.workspace.locator(inputs.endpoint_url)
+        if message.kind is JobKind.VERIFY:
+            location = locator.locate(inputs.registry)
+            registry = load_registry(location, keep=frozenset(), shard_bytes=message.shard_bytes)
+            place = location.name
+        else:
+            checked = check_inputs(
+                inputs.benchmark, inputs.run, locator, keep=frozenset(), shard_bytes=message.shard_bytes
+            )
+            registry, place = checked.registry, checked.registry_location
+        inputs = msgspec.structs.replace(inputs, registry=place, etags=tuple(sorted(locator.etags.items())))
+        if message.kind is JobKind.EVALUATE:
+            self.workspace.remember(inputs, Prepared.of(checked.benchmark, checked.run))
+        self.message = msgspec.structs.replace(message, inputs=inputs)
+        return registry, place
+
+    def _single_core_bytes(self) -> int | None:
+        """See :attr:`MapStage.single_core_bytes`: for a local corpus, the
+        files hashed on one core each (smaller than ``LARGE_FILE_BYTES``)."""
+        if self.message.corpus.is_s3 or self.held is None:
+            return None
+        small = [a.size_bytes for a in self.held.registry.artifacts if a.size_bytes < LARGE_FILE_BYTES]
+        return sum(small) + DEFAULT_FILE_COST_BYTES * len(small)
+
+    @property
+    def registry(self) -> CheckedRegistry:
+        """The registry :meth:`start` checked. Raises ValueError before."""
+        if self.message.registry is None:
+            raise ValueError("the job's message names no checked registry (its first step has not run)")
+        return self.message.registry
+
+    def after(self, stage: Stage, answers: Sequence[ShardAnswer]) -> MapStage | Finished:
+        """Reduce a map stage's answers (in any order; an answer repeated
+        counts once) and plan what follows.
+
+        Raises :class:`~eceb_worker.errors.ShardFailedError` naming the first
+        shard that failed, or when the answers do not cover the plan; :class:`~eceb_worker.errors.VerificationError`
+        (holding the report) when an evaluation's corpus does not verify;
+        :class:`~eceb_worker.errors.InputError` with every problem of the
+        run's records.
+        """
+        if stage is Stage.REHASH:
+            return self._verified(_collect(answers, self.registry.rehash_shards, stage, RehashAnswer))
+        if stage is Stage.EVALUATE:
+            prepared = self.workspace.prepared(self.message.inputs)
+            total = len(self._evaluation_plan(prepared))
+            outcomes = [o for a in _collect(answers, total, stage, EvaluateAnswer) for o in a.outcomes]
+            report = reduce_evaluation(
+                outcomes,
+                benchmark=prepared.benchmark,
+                run=prepared.run,
+                corpus_root=self.registry.corpus_root,
+                artifact_count=self.registry.artifact_count,
+                eceb_version=__version__,
+            )
+            return Finished(verification=self.verification, report=report)
+        raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
+
+    def _verified(self, answers: Iterable[RehashAnswer]) -> MapStage | Finished:
+        registry = self.registry
+        verification = reduce_verification(
+            (answer.verification for answer in answers),
+            corpus_root=registry.corpus_root,
+            artifact_count=registry.artifact_count,
+            source=shared_storage(self.message.corpus).location,
+        )
+        self.verification = verification
+        if self.message.kind is JobKind.VERIFY:
+            return Finished(verification=verification)
+        if not verification.ok:
+            raise verification_failed(verification)
+        prepared = self.workspace.prepared(self.message.inputs)
+        tasks: list[ShardTask] = [
+            EvaluateTask(inputs=self.message.inputs, registry=registry, shard=shard, job_id=self.message.job_id)
+            for shard in self._evaluation_plan(prepared)
+        ]
+        return MapStage(stage=Stage.EVALUATE, tasks=tasks, single_core_bytes=0)
+
+    def _evaluation_plan(self, prepared: Prepared) -> list[EvaluationShard]:
+        counts = [len(prepared.run.observations.get(task_id, ())) for task_id in prepared.task_ids]
+        return plan_evaluation(counts, shard_observations=self.message.shard_observations)
+
+
+A = TypeVar("A", RehashAnswer, EvaluateAnswer)
+
+
+def _collect(answers: Sequence[ShardAnswer], total: int, stage: Stage, kind: type[A]) -> list[A]:
+    """Each shard's answer, in plan order (a shard answered twice counts
+    once). Raises ``ShardFailedError`` when a shard failed or one is missing."""
+    failed = [a for a in answers if isinstance(a, ShardFailed)]
+    if failed:
+        raise ShardFailedError(f"{len(failed)} of {total} {stage.shard_name}s failed; first: {failed[0].message}")
+    by_index: dict[int, A] = {}
+    for answer in answers:
+        if isinstance(answer, kind):
+            by_index.setdefault(answer.index, answer)
+    if sorted(by_index) != list(range(total)):
+        raise ShardFailedError(
+            f"{stage.shard_name} results do not cover the plan ({len(by_index)} of {total} answered)"
+        )
+    return [by_index[index] for index in range(total)]
+
+
+def run_job(job: Job, executor: Executor, *, on_answer: AnswerCallback | None = None) -> Finished:
+    """Run every step of ``job`` in this process, its map stages on ``executor``."""
+    step: MapStage | Finished = job.start()
+    while isinstance(step, MapStage):
+        answers = executor.map(step, job.workspace, on_answer)
+        step = job.after(step.stage, answers)
+    return step
+
+
+def _executor(executor: Executor | None) -> Executor:
+    if executor is not None:
+        return executor
+    from eceb_worker.executors.inprocess import InProcessExecutor
+
+    return InProcessExecutor()
+
+
+def verify_corpus(
+    registry: Registry,
+    corpus: StorageSpec,
+    *,
+    executor: Executor | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    on_answer: AnswerCallback | None = None,
+    registry_location: str = "",
+) -> VerificationReport:
+    """Re-hash every artifact of a held ``registry`` from the storage of
+    ``corpus`` (ECEB-0.1 §5), on ``executor`` (by default this process alone).
+
+    Returns the report (``report.ok`` tells whether the corpus verified).
+    Raises ``StorageError`` when the storage as a whole fails.
+    """
+    message = JobMessage(
+        kind=JobKind.VERIFY,
+        inputs=JobInputs(registry=registry_location),
+        corpus=corpus,
+        shard_bytes=shard_bytes,
+        shard_observations=DEFAULT_SHARD_OBSERVATIONS,
+    )
+    finished = run_job(Job(message, held=Held(registry=registry)), _executor(executor), on_answer=on_answer)
+    assert finished.verification is not None
+    return finished.verification
+
+
+def evaluate(
+    inputs: CheckedInputs,
+    corpus: StorageSpec,
+    *,
+    executor: Executor | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
+    on_answer: AnswerCallback | None = None,
+) -> tuple[Report, VerificationReport]:
+    """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
+    of checked, held ``inputs`` and reduce them into the report (§8-§15).
+
+    Raises :class:`~eceb_worker.errors.VerificationError` (holding the
+    verification report) when any registered artifact is missing, stale,
+    unreadable or escapes the corpus; ``StorageError`` when the corpus
+    cannot be read at all; :class:`~eceb_worker.errors.InputError` with
+    every problem of the run's records.
+    """
+    message = JobMessage(
+        kind=JobKind.EVALUATE,
+        inputs=JobInputs(registry=inputs.registry_location),
+        corpus=corpus,
+        shard_bytes=shard_bytes,
+        shard_observations=shard_observations,
+    )
+    held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
+    finished = run_job(Job(message, held=held), _executor(executor), on_answer=on_answer)
+    assert finished.report is not None and finished.verification is not None
+    return finished.report, finished.verification

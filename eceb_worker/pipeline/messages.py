@@ -1,0 +1,245 @@
+"""What a job's steps send each other, in this process, to helper processes
+or through a broker: frozen msgspec Structs, as JSON or MessagePack. They
+carry references only (object URLs and their ETags, the corpus's
+:class:`~eceb_worker.corpus.storage.StorageSpec`, byte ranges of the
+registry, task index ranges, paths), never corpus bytes.
+
+A shard task (:data:`ShardTask`) is what any executor runs (:mod:`eceb_worker.pipeline.shards`);
+its answer (:data:`ShardAnswer`) is what the job's next step reduces
+(:mod:`eceb_worker.pipeline.jobs`).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import msgspec
+
+from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.corpus.planning import RehashShard
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import HashOutcome, ShardVerification
+from eceb_worker.errors import ErrorKind
+from eceb_worker.families.eceb.shards import EvaluationShard, TaskOutcome
+
+__all__ = [
+    "CheckedRegistry",
+    "EvaluateAnswer",
+    "EvaluateTask",
+    "HashAnswer",
+    "HashTask",
+    "JobInputs",
+    "JobKind",
+    "JobMessage",
+    "RehashAnswer",
+    "RehashTask",
+    "ShardAnswer",
+    "ShardFailed",
+    "ShardTask",
+    "Stage",
+    "shard_index",
+    "stage_of",
+]
+
+Positive = Annotated[int, msgspec.Meta(gt=0)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class Stage(enum.Enum):
+    """A map step of a job: every shard of one plan, in any order."""
+
+    HASH = "hash"
+    """Hash the files of a corpus being registered (ECEB-0.1 §5)."""
+    REHASH = "rehash"
+    """Re-hash a registry's artifacts against their digests (§5)."""
+    EVALUATE = "evaluate"
+    """Check and evaluate a range of a run's tasks (§8-§14)."""
+
+    @property
+    def shard_name(self) -> str:
+        """What one shard of the stage is called in messages."""
+        return {"hash": "hash batch", "rehash": "re-hash shard", "evaluate": "evaluation shard"}[self.value]
+
+
+class JobKind(enum.Enum):
+    """What a job produces."""
+
+    VERIFY = "verify"
+    """A verification report (``eceb corpus verify``, ``eceb-dist verify``)."""
+    EVALUATE = "evaluate"
+    """An evaluation report (``eceb evaluate``, ``eceb-dist submit``)."""
+
+
+class JobInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where a job's inputs are (paths, or ``s3://bucket/key``) and which
+    versions were checked: ``etags`` holds ``(url, ETag)`` of every object
+    read (the registry included), so workers read exactly those.
+
+    Fields:
+        benchmark, run: an evaluation's benchmark and run (``""`` for a verification).
+        registry: a verification's registry (an evaluation's comes from its benchmark).
+        endpoint_url: the S3-compatible endpoint of the ``s3://`` inputs.
+        etags: the versions checked.
+    """
+
+    benchmark: str = ""
+    run: str = ""
+    registry: str = ""
+    endpoint_url: str | None = None
+    etags: tuple[tuple[str, str], ...] = ()
+
+
+class CheckedRegistry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The registry a job checked (ECEB-0.1 §5), as its first step found it.
+
+    Fields:
+        location: where it is (``s3://bucket/key``, or a path every worker sees).
+        etag: the version checked (``""`` for a local file).
+        corpus_root: its corpus root, 64 lowercase hex characters.
+        artifact_count: how many artifacts it lists.
+        rehash_shards: how many re-hash shards were planned over it.
+    """
+
+    location: str
+    etag: str = ""
+    corpus_root: str
+    artifact_count: Count
+    rehash_shards: Count
+
+
+class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A job: what it was asked to do, and (after its first step) the
+    registry it checked.
+
+    Fields:
+        job_id: its id (32 hex characters on a cluster; ``""`` in one process).
+        kind: what it produces.
+        inputs: where its inputs are.
+        corpus: where the corpus is.
+        out: where a cluster job writes its report (``s3://bucket/key``), ``""`` for none.
+        shard_bytes: re-hash work per shard, in byte-equivalents.
+        shard_observations: evaluation work per shard, in observations.
+        registry: the registry checked, set by the first step.
+    """
+
+    job_id: str = ""
+    kind: JobKind
+    inputs: JobInputs
+    corpus: StorageSpec
+    out: str = ""
+    shard_bytes: Positive
+    shard_observations: Positive
+    registry: CheckedRegistry | None = None
+
+
+class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid_unknown_fields=True):
+    """Re-hash one shard (ECEB-0.1 §5).
+
+    Its artifacts come with it when the sender holds the registry (``eceb
+    corpus verify``, ``eceb evaluate``: paths and digests, no corpus byte),
+    else by reference: its lines of the registry, a byte range the worker
+    reads and decodes (a cluster job, whose coordinator holds no artifact).
+
+    Fields:
+        corpus: where the corpus is.
+        registry: the registry checked (its location and version).
+        endpoint_url: the endpoint of an ``s3://`` registry.
+        shard: the shard: its artifact range, byte range, first path and count.
+        artifacts: the shard's artifacts, or ``()`` to read them from the registry.
+        job_id: the cluster job it belongs to (``""`` in one process).
+    """
+
+    corpus: StorageSpec
+    registry: CheckedRegistry
+    endpoint_url: str | None = None
+    shard: RehashShard
+    artifacts: tuple[Artifact, ...] = ()
+    job_id: str = ""
+
+
+class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", forbid_unknown_fields=True):
+    """Evaluate a range of the run's tasks (ECEB-0.1 §8-§14).
+
+    Fields:
+        inputs: the job's inputs and their versions.
+        registry: the registry checked (read for the artifacts the run refers to).
+        shard: the range ``start..end`` of the sorted task ids.
+        job_id: the cluster job it belongs to (``""`` in one process).
+    """
+
+    inputs: JobInputs
+    registry: CheckedRegistry
+    shard: EvaluationShard
+    job_id: str = ""
+
+
+class HashTask(msgspec.Struct, frozen=True, kw_only=True, tag="hash", forbid_unknown_fields=True):
+    """Hash a batch of a corpus's files (registering it, ECEB-0.1 §5).
+
+    Fields:
+        corpus: where the corpus is.
+        index: the batch's position in its plan.
+        paths: the files' corpus-relative paths.
+    """
+
+    corpus: StorageSpec
+    index: Count
+    paths: list[str]
+
+
+ShardTask = RehashTask | EvaluateTask | HashTask
+"""What an executor runs: one shard of a map step."""
+
+
+class RehashAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="rehash"):
+    """A re-hash shard's counts and findings."""
+
+    index: Count
+    verification: ShardVerification
+
+
+class EvaluateAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate"):
+    """An evaluation shard's outcome for each of its tasks."""
+
+    index: Count
+    outcomes: list[TaskOutcome]
+
+
+class HashAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="hash"):
+    """What hashing a batch found for each of its paths, in order."""
+
+    index: Count
+    outcomes: list[HashOutcome]
+
+
+class ShardFailed(msgspec.Struct, frozen=True, kw_only=True, tag="failed"):
+    """A shard that did not complete (after its retries, on a cluster).
+
+    Fields:
+        index: the shard.
+        kind: why.
+        message: what failed, naming the shard (``re-hash shard 3: ...``).
+    """
+
+    index: Count
+    kind: ErrorKind
+    message: str
+
+
+ShardAnswer = RehashAnswer | EvaluateAnswer | HashAnswer | ShardFailed
+"""What a shard task answers."""
+
+
+def shard_index(task: ShardTask) -> int:
+    """The task's position in its plan."""
+    return task.index if isinstance(task, HashTask) else task.shard.index
+
+
+def stage_of(task: ShardTask) -> Stage:
+    """The map step ``task`` belongs to."""
+    if isinstance(task, RehashTask):
+        return Stage.REHASH
+    if isinstance(task, EvaluateTask):
+        return Stage.EVALUATE
+    return Stage.HASH

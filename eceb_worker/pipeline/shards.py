@@ -1,0 +1,191 @@
+"""Running one shard task (:data:`~eceb_worker.pipeline.messages.ShardTask`):
+the map steps of every job, the same code whichever process runs them
+(this one, a helper process, a Celery worker).
+
+A :class:`Workspace` is what one process keeps between shard tasks: one S3
+client per endpoint, the job inputs it decoded (per version), the
+artifacts a run refers to; the process that checked a job's inputs lends
+its own (:class:`Held`), so that it reads nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.corpus.registry import Registry, registry_range_artifacts
+from eceb_worker.corpus.verification import hash_outcomes, shard_verification
+from eceb_worker.families.eceb.benchmark import Benchmark, Task
+from eceb_worker.families.eceb.run_index import IndexedRun
+from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, evaluation_task_ids
+from eceb_worker.io.locations import Locator
+from eceb_worker.io.storage import shared_storage
+from eceb_worker.pipeline.inputs import load_benchmark, load_referenced_artifacts, load_run
+from eceb_worker.pipeline.messages import (
+    CheckedRegistry,
+    EvaluateAnswer,
+    EvaluateTask,
+    HashAnswer,
+    HashTask,
+    JobInputs,
+    RehashAnswer,
+    RehashTask,
+    ShardAnswer,
+    ShardTask,
+)
+
+if TYPE_CHECKING:
+    from eceb_worker.io.s3 import ObjectStore
+
+__all__ = ["Held", "Prepared", "Workspace"]
+
+_CACHED_JOBS: Final = 4
+"""Jobs whose decoded inputs a process keeps at once (the oldest goes first)."""
+
+
+class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+    """A job's benchmark and run, decoded, with what evaluating shards needs.
+
+    Fields:
+        benchmark, run: as decoded (checked by the job's first step).
+        task_ids: every task id to evaluate, sorted (evaluation shards are ranges of it).
+        tasks: the benchmark's tasks by id.
+    """
+
+    benchmark: Benchmark
+    run: IndexedRun
+    task_ids: list[str]
+    tasks: dict[str, Task]
+
+    @classmethod
+    def of(cls, benchmark: Benchmark, run: IndexedRun) -> Prepared:
+        """The prepared form of a benchmark and a run."""
+        return cls(
+            benchmark=benchmark,
+            run=run,
+            task_ids=evaluation_task_ids(benchmark, run),
+            tasks={t.task_id: t for t in benchmark.tasks},
+        )
+
+
+class Held(msgspec.Struct, frozen=True, kw_only=True):
+    """What the process that checked a job's inputs holds already.
+
+    Fields:
+        registry: the registry with every artifact, in file order.
+        prepared: the benchmark and run of an evaluation.
+    """
+
+    registry: Registry
+    prepared: Prepared | None = None
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    while len(cache) >= _CACHED_JOBS:
+        del cache[next(iter(cache))]
+    cache[key] = value
+
+
+class Workspace:
+    """Runs shard tasks, keeping what the next ones can reuse.
+
+    ``held`` lends what this process already holds of one job (every
+    registry artifact, its decoded benchmark and run): its shard tasks then
+    read nothing again. Without it, a task reads what it needs by reference
+    (the registry's byte range, the inputs pinned to their ETags), once per
+    job in this process.
+    """
+
+    def __init__(self, held: Held | None = None) -> None:
+        self._held = held
+        self._stores: dict[str | None, ObjectStore] = {}
+        self._prepared: dict[JobInputs, Prepared] = {}
+        self._referenced: dict[JobInputs, dict[str, Artifact]] = {}
+        self._by_id: dict[str, Artifact] | None = None
+
+    def locator(self, endpoint_url: str | None, etags: tuple[tuple[str, str], ...] = ()) -> Locator:
+        """A locator of a job's inputs, pinned to the versions ``etags``
+        names, sharing one S3 client per endpoint in this process."""
+        return Locator(endpoint_url, expected=dict(etags), make_store=lambda: self._store(endpoint_url))
+
+    def _store(self, endpoint_url: str | None) -> ObjectStore:
+        store = self._stores.get(endpoint_url)
+        if store is None:
+            from eceb_worker.io.s3 import ObjectStore
+
+            store = self._stores[endpoint_url] = ObjectStore(endpoint_url)
+        return store
+
+    def remember(self, inputs: JobInputs, prepared: Prepared) -> None:
+        """Keep a job's decoded benchmark and run (its first step decoded them)."""
+        _remember(self._prepared, inputs, prepared)
+
+    def prepared(self, inputs: JobInputs) -> Prepared:
+        """The job's benchmark and run, decoded once per process and version.
+        Raises ``InputError`` (an object changed since the job checked it) or
+        ``StorageError``."""
+        if self._held is not None and self._held.prepared is not None:
+            return self._held.prepared
+        found = self._prepared.get(inputs)
+        if found is None:
+            locator = self.locator(inputs.endpoint_url, inputs.etags)
+            found = Prepared.of(load_benchmark(inputs.benchmark, locator), load_run(inputs.run, locator))
+            _remember(self._prepared, inputs, found)
+        return found
+
+    def artifacts(self, inputs: JobInputs, registry: CheckedRegistry) -> Mapping[str, Artifact]:
+        """The registry's artifacts evaluating the job's run can look up, by
+        id: every one when held, else those the run and benchmark refer to
+        (read once per process and version, never the whole registry)."""
+        if self._held is not None:
+            if self._by_id is None:
+                self._by_id = self._held.registry.by_id()
+            return self._by_id
+        found = self._referenced.get(inputs)
+        if found is None:
+            prepared = self.prepared(inputs)
+            locator = self.locator(inputs.endpoint_url, inputs.etags)
+            found = load_referenced_artifacts(registry.location, prepared.benchmark, prepared.run, locator)
+            _remember(self._referenced, inputs, found)
+        return found
+
+    def run(self, task: ShardTask) -> ShardAnswer:
+        """Run one shard task; per-artifact failures are findings, never
+        exceptions. Raises ``StorageError`` when the storage fails as a whole,
+        :class:`~eceb_worker.errors.InputError` when an input changed since
+        the job checked it."""
+        if isinstance(task, RehashTask):
+            return self._rehash(task)
+        if isinstance(task, EvaluateTask):
+            return self._evaluate(task)
+        return self._hash(task)
+
+    def _rehash(self, task: RehashTask) -> RehashAnswer:
+        shard = task.shard
+        artifacts: list[Artifact] | tuple[Artifact, ...] = task.artifacts
+        if not artifacts and shard.count:
+            registry = task.registry
+            pins = ((registry.location, registry.etag),) if registry.etag else ()
+            data = (
+                self.locator(task.endpoint_url, pins)
+                .locate(registry.location)
+                .read_range(shard.byte_start, shard.byte_end)
+            )
+            artifacts = registry_range_artifacts(data, shard, name=registry.location)
+        results = shared_storage(task.corpus).hash_artifacts([a.path for a in artifacts])
+        return RehashAnswer(index=shard.index, verification=shard_verification(artifacts, results, start=shard.start))
+
+    def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
+        prepared = self.prepared(task.inputs)
+        artifacts = self.artifacts(task.inputs, task.registry)
+        task_ids = prepared.task_ids[task.shard.start : task.shard.end]
+        outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts)
+        return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
+
+    @staticmethod
+    def _hash(task: HashTask) -> HashAnswer:
+        results = shared_storage(task.corpus).hash_artifacts(task.paths)
+        return HashAnswer(index=task.index, outcomes=hash_outcomes(task.paths, results))

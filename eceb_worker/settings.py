@@ -1,0 +1,159 @@
+"""Every setting eceb reads from the environment, in one table
+(:data:`SETTINGS`), parsed and checked in one place (:func:`load_settings`).
+
+The same table is docs/SETTINGS.md (a test keeps the two equal). A setting
+given on the command line (``--broker-url``, ``--endpoint-url``, ...) or as
+an argument overrides the environment; an empty variable counts as unset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["SETTINGS", "Setting", "Settings", "load_settings", "read_setting"]
+
+
+def _text(value: str) -> str:
+    return value
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _integer(minimum: int) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"must be an integer, got {value!r}") from None
+        if number < minimum:
+            raise ValueError(
+                f"must not be negative, got {number}" if minimum == 0 else f"must be at least {minimum}, got {number}"
+            )
+        return number
+
+    return parse
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable.
+
+    Attributes:
+        name: the variable, e.g. ``ECEB_BROKER_URL``.
+        field: the :class:`Settings` field it sets.
+        default: its value when unset (``None``: none).
+        meaning: what it is for (the docs table's text).
+        parse: turns its text into the value; raises ValueError saying why not.
+    """
+
+    name: str
+    field: str
+    default: Any
+    meaning: str
+    parse: Callable[[str], Any] = _text
+
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    Setting(
+        "ECEB_S3_ENDPOINT_URL",
+        "s3_endpoint_url",
+        None,
+        "S3-compatible endpoint for s3:// inputs, corpora and reports (MinIO, Ceph, ...); none for AWS",
+    ),
+    Setting("ECEB_BROKER_URL", "broker_url", "redis://127.0.0.1:6379/0", "Celery broker URL (redis:// or rediss://)"),
+    Setting(
+        "ECEB_RESULT_BACKEND",
+        "result_backend",
+        None,
+        "Celery result backend and job state, a Redis URL (default: the broker)",
+    ),
+    Setting(
+        "ECEB_REDIS_CA_CERTS",
+        "redis_ca_certs",
+        None,
+        "PEM file of the certificate authorities that sign a TLS Redis server's certificate (rediss:// URLs)",
+    ),
+    Setting(
+        "ECEB_VISIBILITY_TIMEOUT",
+        "visibility_timeout_s",
+        3600,
+        "seconds a delivered, unacknowledged task may run before the broker hands it to another worker; "
+        "keep it above the longest shard",
+        _integer(1),
+    ),
+    Setting(
+        "ECEB_MAX_TASKS_PER_CHILD",
+        "max_tasks_per_child",
+        1000,
+        "tasks a worker process runs before it is replaced",
+        _integer(1),
+    ),
+    Setting(
+        "ECEB_TASK_MAX_RETRIES",
+        "task_max_retries",
+        3,
+        "retries of a shard whose storage failed as a whole (exponential back-off with jitter, up to 60 s)",
+        _integer(0),
+    ),
+    Setting(
+        "ECEB_MAX_DELIVERIES",
+        "max_deliveries",
+        3,
+        "starts of one attempt of a task whose worker process died while running it, before it fails",
+        _integer(1),
+    ),
+    Setting("ECEB_DEBUG", "debug", False, "print the traceback of an internal error (exit 70)", _flag),
+)
+"""Every environment variable eceb reads."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """The settings in force (see :data:`SETTINGS` for each field's variable and meaning)."""
+
+    s3_endpoint_url: str | None
+    broker_url: str
+    result_backend: str | None
+    redis_ca_certs: str | None
+    visibility_timeout_s: int
+    max_tasks_per_child: int
+    task_max_retries: int
+    max_deliveries: int
+    debug: bool
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """The settings from ``environ`` (by default the process's environment),
+    with ``overrides`` (by field name; ``None`` leaves the variable's value)
+    in their place. An override is checked as the variable's text would be.
+
+    Raises ValueError naming the variable, never repeating a URL's value
+    (it may hold a password), for a value that does not parse.
+    """
+    return Settings(**{s.field: _value(s, environ, overrides.get(s.field)) for s in SETTINGS})
+
+
+def read_setting(field: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting (by its :class:`Settings` field name), as :func:`load_settings`
+    reads it; raises ValueError as it does, and KeyError for an unknown field."""
+    setting = next((s for s in SETTINGS if s.field == field), None)
+    if setting is None:
+        raise KeyError(field)
+    return _value(setting, environ, None)
+
+
+def _value(setting: Setting, environ: Mapping[str, str] | None, given: Any) -> Any:
+    source = os.environ if environ is None else environ
+    text = source.get(setting.name, "") if given is None else str(given)
+    if given is None and not text.strip():
+        return setting.default
+    try:
+        return setting.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"{setting.name} {exc}") from None

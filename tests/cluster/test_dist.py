@@ -1,0 +1,351 @@
+"""``eceb-dist``: distributed evaluation on real Celery workers over a real
+Redis, with inputs, corpus and report in a loopback S3 server.
+
+The report a job writes must be byte for byte the one ``eceb evaluate``
+writes from the same files, for any worker count and shard size.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eceb_cli import exit_codes
+from eceb_worker.errors import ErrorKind, InputError, OutputError
+from eceb_worker.io.s3 import ObjectStore, object_sibling
+from eceb_worker.pipeline.messages import Stage
+from tests.support.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
+from tests.support.redis_server import CeleryWorkers, RedisServer
+from tests.support.s3_server import S3Server, empty_bucket
+
+TAMPERED = "policy/data-classification.md"
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server: S3Server) -> Iterator[str]:
+    """A bucket holding the seed under ``seed/`` and a tampered copy under ``tampered/``."""
+    client = s3_server.client()
+    name = f"eceb-dist-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    upload_seed(s3_server, name, "seed")
+    upload_seed(s3_server, name, "tampered")
+    client.put_object(Bucket=name, Key=f"tampered/corpus/{TAMPERED}", Body=b"edited after registration\n")
+    yield name
+    empty_bucket(client, name)
+    client.delete_bucket(Bucket=name)
+
+
+@pytest.fixture(scope="module")
+def expected_report(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return embedded_report(tmp_path_factory.mktemp("embedded"))
+
+
+@pytest.mark.parametrize(
+    ("shard_bytes", "shard_observations"),
+    [("1", "1"), ("40000", "25"), ("1000000000", "1000000")],
+    ids=["one-per-shard", "middle", "one-shard"],
+)
+def test_report_is_byte_identical_to_eceb_evaluate(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    workers: CeleryWorkers,
+    bucket: str,
+    expected_report: bytes,
+    tmp_path: Path,
+    shard_bytes: str,
+    shard_observations: str,
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(
+        redis_server,
+        s3_server,
+        f"s3://{bucket}/seed",
+        out,
+        "--shard-bytes",
+        shard_bytes,
+        "--shard-observations",
+        shard_observations,
+    )
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
+    assert f"7/13 tasks pass; report written to {out}" in waited.stdout
+    local = tmp_path / "report.json"
+    fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(local))
+    assert fetched.returncode == exit_codes.TASKS_FAILED, fetched.stderr
+    assert local.read_bytes() == expected_report
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert status.returncode == 0
+    rehash_shards = 12 if shard_bytes == "1" else None
+    assert ": done;" in status.stdout
+    assert "failures 0" in status.stdout
+    if rehash_shards is not None:
+        assert "re-hash shards 12/12" in status.stdout
+        assert "evaluation shards 13/13" in status.stdout
+    if shard_bytes == "1000000000":
+        assert "re-hash shards 1/1; evaluation shards 1/1" in status.stdout
+    # Only the report is left under its prefix: the temporary object is gone.
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=out.rsplit("/", 1)[0].split("/", 3)[3])
+    assert [item["Key"] for item in listed["Contents"]] == [out.split("/", 3)[3]]
+
+
+def test_tampered_corpus_fails_naming_the_artifact(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(redis_server, s3_server, f"s3://{bucket}/tampered", out, "--shard-bytes", "1")
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.VERIFICATION_FAILED, waited.stderr
+    assert f"STALE  {TAMPERED}" in waited.stderr
+    assert "corpus verification failed: 1 of 12 artifacts do not match the registry" in waited.stderr
+    assert "no report was written" in waited.stderr
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert ": failed;" in status.stdout
+    assert "verification error" in status.stdout
+    result = dist(redis_server, s3_server, "result", job_id)
+    assert result.returncode == exit_codes.VERIFICATION_FAILED
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_missing_input_fails_as_bad_input(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    # Refused at submission, every missing input named.
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/no-such-benchmark.json",
+        f"s3://{bucket}/seed/no-such-run.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+        "--out",
+        out,
+    )
+    assert result.returncode == exit_codes.BAD_INPUT, result.stderr
+    assert f"s3://{bucket}/seed/no-such-benchmark.json: cannot read: no such object" in result.stderr
+    assert f"s3://{bucket}/seed/no-such-run.json: cannot read: no such object" in result.stderr
+    assert result.stdout == ""
+    # The registry the benchmark names is only read by the job.
+    client = s3_server.client()
+    for name in ("benchmark.json", "run.json"):
+        client.copy_object(
+            Bucket=bucket, Key=f"no-registry/{name}", CopySource={"Bucket": bucket, "Key": f"seed/{name}"}
+        )
+    job_id = submit(redis_server, s3_server, f"s3://{bucket}/no-registry", out)
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.BAD_INPUT, waited.stderr
+    assert f"s3://{bucket}/no-registry/registry.jsonl: cannot read: no such object" in waited.stderr
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_unwritable_output_is_refused_at_submission(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str
+) -> None:
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/run.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+        "--out",
+        "s3://eceb-no-such-bucket-for-reports/report.json",
+    )
+    assert result.returncode == exit_codes.OUTPUT, result.stderr
+    assert "s3://eceb-no-such-bucket-for-reports/report.json: no such bucket" in result.stderr
+    assert result.stdout == ""
+
+
+def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_server: S3Server) -> None:
+    unknown = dist(redis_server, s3_server, "status", "0" * 32)
+    assert unknown.returncode == exit_codes.NO_SUCH_JOB
+    local = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        str(SEED / "benchmark.json"),
+        str(SEED / "run.json"),
+        "--corpus",
+        str(SEED / "corpus"),
+        "--out",
+        "s3://b/report.json",
+    )
+    assert local.returncode == exit_codes.USAGE
+    assert "must be an s3://bucket/key URL" in local.stderr
+
+
+def test_submission_refuses_what_no_worker_could_use(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str
+) -> None:
+    def submitted(benchmark: str, corpus: str) -> subprocess.CompletedProcess[str]:
+        return dist(
+            redis_server,
+            s3_server,
+            "submit",
+            benchmark,
+            f"s3://{bucket}/seed/run.json",
+            "--corpus",
+            corpus,
+            "--out",
+            f"s3://{bucket}/reports/refused.json",
+        )
+
+    credentials = submitted(f"s3://AKIAEXAMPLE:topsecret@{bucket}/seed/benchmark.json", f"s3://{bucket}/seed/corpus")
+    assert credentials.returncode == exit_codes.USAGE
+    assert "BENCHMARK: an s3:// URL takes no credentials, query or fragment" in credentials.stderr
+    assert "topsecret" not in credentials.stderr
+    no_bucket = submitted("s3://eceb-no-such-input-bucket/seed/benchmark.json", f"s3://{bucket}/seed/corpus")
+    assert no_bucket.returncode == exit_codes.BAD_INPUT
+    assert "s3://eceb-no-such-input-bucket/seed/benchmark.json: cannot read: no such bucket" in no_bucket.stderr
+    relative = submitted(f"s3://{bucket}/seed/benchmark.json", "relative/corpus")
+    assert relative.returncode == exit_codes.USAGE
+    assert "'relative/corpus' is a relative path" in relative.stderr
+    for refused in (credentials, no_bucket, relative):
+        assert refused.stdout == ""
+
+
+def test_a_step_still_running_never_undoes_a_cancel(redis_server: RedisServer) -> None:
+    import redis
+
+    from eceb_worker.cluster.state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    job_id = uuid.uuid4().hex
+    assert not store.update(job_id, phase="loading")  # unknown job: nothing is created
+    assert store.get(job_id) is None
+    store.create(job_id, phase="queued", out="s3://b/report.json")
+    assert store.update(job_id, phase="loading")
+    assert store.update(job_id, phase="cancelled")
+    assert not store.update(job_id, phase="verifying", rehash_total=3)
+    assert not store.fail(job_id, ErrorKind.INTERNAL, "too late")
+    state = store.get(job_id)
+    assert state is not None
+    assert state["phase"] == "cancelled"
+    assert "rehash_total" not in state and "error" not in state
+    store.client.close()
+
+
+def test_result_refuses_a_report_replaced_or_deleted_after_the_job(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    import blake3
+    import redis
+
+    from eceb_worker.cluster.state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    objects = ObjectStore(s3_server.endpoint_url)
+    objects.put_atomic(out, b"the report this job wrote")
+    job_id = uuid.uuid4().hex
+    store.create(
+        job_id,
+        phase="done",
+        out=out,
+        passing_tasks=1,
+        total_tasks=1,
+        report_digest=blake3.blake3(b"the report this job wrote").hexdigest(),
+    )
+    fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(tmp_path / "report.json"))
+    assert fetched.returncode == exit_codes.OK, fetched.stderr
+    assert (tmp_path / "report.json").read_bytes() == b"the report this job wrote"
+
+    objects.put_atomic(out, b"another job's report")
+    replaced = dist(redis_server, s3_server, "result", job_id, "-o", str(tmp_path / "replaced.json"))
+    assert replaced.returncode == exit_codes.STORAGE
+    assert f"{out}: no longer holds the report of job {job_id}" in replaced.stderr
+    assert not (tmp_path / "replaced.json").exists()
+
+    objects.delete(out)
+    gone = dist(redis_server, s3_server, "result", job_id)
+    assert gone.returncode == exit_codes.STORAGE
+    assert f"{out}: the report of job {job_id} is gone" in gone.stderr
+    assert gone.stdout == ""
+    store.client.close()
+
+
+def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: str) -> None:
+    store = ObjectStore(s3_server.endpoint_url)
+    url = f"s3://{bucket}/atomic/{uuid.uuid4().hex}/report.json"
+    store.put_atomic(url, b"first")
+    store.put_atomic(url, b"second")
+    data, etag = store.get(url)
+    assert data == b"second"
+    with pytest.raises(InputError, match="changed while the job ran"):
+        store.get(url, etag='"0"')
+    listed: Any = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=url.split("/", 3)[3].rsplit("/", 1)[0])
+    assert [item["Key"] for item in listed["Contents"]] == [url.split("/", 3)[3]]
+    with pytest.raises(OutputError, match="no such bucket"):
+        store.put_atomic("s3://no-such-bucket-here/report.json", b"x")
+    assert store.get(url, etag=etag)[0] == b"second"
+
+
+def test_object_sibling() -> None:
+    assert object_sibling("s3://b/a/benchmark.json", "registry.jsonl") == "s3://b/a/registry.jsonl"
+    assert object_sibling("s3://b/a/benchmark.json", "../r/registry.jsonl") == "s3://b/r/registry.jsonl"
+    assert object_sibling("s3://b/benchmark.json", "registry.jsonl") == "s3://b/registry.jsonl"
+    for bad in ("../registry.jsonl", "/registry.jsonl"):
+        with pytest.raises(ValueError, match="registry"):
+            object_sibling("s3://b/benchmark.json", bad)
+
+
+def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server: S3Server) -> None:
+    import redis
+
+    from eceb_worker.cluster.state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    job_id = uuid.uuid4().hex
+    store.create(job_id, phase="verifying", rehash_total=3, out="s3://b/report.json")
+    store.advance(job_id, Stage.REHASH, 1)
+    store.advance(job_id, Stage.REHASH, 1)  # delivered twice, counted once
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert "verifying; re-hash shards 1/3" in status.stdout
+    cancelled = dist(redis_server, s3_server, "cancel", job_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert store.finished(job_id)
+    watched = dist(redis_server, s3_server, "status", "--watch", job_id)
+    assert watched.returncode == 0
+    assert ": cancelled;" in watched.stdout
+    for command in ("wait", "result"):
+        ended = dist(redis_server, s3_server, command, job_id)
+        assert ended.returncode == exit_codes.JOB_CANCELLED
+        assert "no report was written" in ended.stderr
+    again = dist(redis_server, s3_server, "cancel", job_id)
+    assert "already ended (cancelled)" in again.stdout
+    store.client.close()
+
+
+def test_unreadable_corpus_fails_as_storage_after_retries(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
+) -> None:
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/benchmark.json",
+        f"s3://{bucket}/seed/run.json",
+        "--corpus",
+        f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/corpus",
+        "--out",
+        out,
+        "--shard-bytes",
+        "1000000000",
+    )
+    job_id = result.stdout.strip()
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.STORAGE, waited.stderr
+    assert "1 of 1 re-hash shards failed; first: re-hash shard 0:" in waited.stderr
+    assert "no such bucket" in waited.stderr
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert "failures 1" in status.stdout
+    assert "Retry in" in workers.logs()
+    assert not ObjectStore(s3_server.endpoint_url).exists(out)

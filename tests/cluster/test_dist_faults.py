@@ -1,0 +1,303 @@
+"""Faults during a distributed job, each with real processes: a worker
+process killed mid-shard, a shard delivered twice, the Redis server
+restarted mid-job, S3 throttling and errors on the wire.
+
+A job either writes the report ``eceb evaluate`` writes, byte for byte, or
+ends failed with a reason and no report; never a partial report.
+
+To catch a job in the middle of a shard, the workers read S3 through a
+loopback relay that holds the first request for one corpus object
+(:class:`~tests.relays.StallingRelay`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from eceb_cli import exit_codes
+from eceb_worker.cluster.app import QUEUE, make_app
+from eceb_worker.io.s3 import ObjectStore
+from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
+from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers, running_redis
+from tests.support.relays import RefusingRelay, StallingRelay
+from tests.support.s3_server import S3Server, empty_bucket
+
+STALLED = "policy/data-classification.md"
+"""The corpus object whose first read is held."""
+STALL_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server: S3Server) -> Iterator[str]:
+    """A bucket holding the seed example under ``seed/``."""
+    client = s3_server.client()
+    name = f"eceb-faults-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    upload_seed(s3_server, name, "seed")
+    yield name
+    empty_bucket(client, name)
+    client.delete_bucket(Bucket=name)
+
+
+@pytest.fixture(scope="module")
+def expected_report(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return embedded_report(tmp_path_factory.mktemp("embedded"))
+
+
+def _wait_for(condition: object, what: str, timeout: float = STALL_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _submit_seed(redis_server: RedisServer, s3_server: S3Server, bucket: str, endpoint_url: str) -> tuple[str, str]:
+    """Submit the seed, one artifact and one observation a shard, reading S3
+    through ``endpoint_url``; the job id and its ``--out`` URL."""
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    options = ("--shard-bytes", "1", "--shard-observations", "1", "--endpoint-url", endpoint_url)
+    return submit(redis_server, s3_server, f"s3://{bucket}/seed", out, *options), out
+
+
+def _finishes_with_the_report(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    job_id: str,
+    expected_report: bytes,
+    tmp_path: Path,
+    workers: CeleryWorkers,
+) -> dict[str, str]:
+    """Wait for the job; check it wrote exactly ``expected_report``; its status line."""
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-4000:]
+    local = tmp_path / f"{job_id}.json"
+    fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(local))
+    assert fetched.returncode == exit_codes.TASKS_FAILED, fetched.stderr
+    assert local.read_bytes() == expected_report
+    status = dist(redis_server, s3_server, "status", job_id)
+    assert status.returncode == 0, status.stderr
+    # Each shard counts once, however often it was delivered.
+    assert "re-hash shards 12/12; evaluation shards 13/13" in status.stdout
+    assert "failures 0" in status.stdout
+    return {"status": status.stdout}
+
+
+def test_worker_killed_mid_shard_is_redelivered_and_the_report_is_identical(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
+) -> None:
+    with (
+        celery_workers(redis_server.url(), 1, tmp_path / "workers") as workers,
+        StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
+    ):
+        job_id, _ = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
+        _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+        [child] = workers.pool_processes()
+        os.kill(child, signal.SIGKILL)
+        _wait_for(lambda: child not in workers.pool_processes(), "the killed process to be replaced")
+        relay.release()
+        _finishes_with_the_report(redis_server, s3_server, job_id, expected_report, tmp_path, workers)
+        logs = workers.logs()
+        assert "WorkerLostError" in logs or "SIGKILL" in logs, logs[-4000:]
+        reads = [path for method, path in relay.requests if method == "GET" and path.endswith(STALLED)]
+        assert len(reads) == 2, reads  # the held read, then the redelivered shard's
+
+
+def test_shard_killing_its_worker_every_time_fails_the_job_after_the_bound(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    """Redelivery after a lost worker process is bounded (ECEB_MAX_DELIVERIES):
+    a shard whose process dies every time ends the job as failed, naming it."""
+    with (
+        celery_workers(redis_server.url(), 1, tmp_path / "workers", env={"ECEB_MAX_DELIVERIES": "2"}) as workers,
+        StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}", every=True) as relay,
+    ):
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
+        for killed in range(2):
+            _wait_for(lambda killed=killed: relay.stall_count > killed, f"delivery {killed + 1} of the shard")
+            [child] = workers.pool_processes()
+            os.kill(child, signal.SIGKILL)
+            _wait_for(
+                lambda child=child: child not in workers.pool_processes() and len(workers.pool_processes()) == 1,
+                "the killed process to be replaced",
+            )
+        waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+        assert waited.returncode == exit_codes.STORAGE, waited.stderr + workers.logs()[-3000:]
+        assert "1 of 12 re-hash shards failed; first: re-hash shard " in waited.stderr
+        assert "delivered 3 times and the worker process running it was lost each time" in waited.stderr
+        assert "no report was written" in waited.stderr
+        assert relay.stall_count == 2
+        assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_shard_delivered_twice_changes_nothing(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
+) -> None:
+    client = redis.Redis.from_url(redis_server.url())
+    with (
+        celery_workers(redis_server.url(), 2, tmp_path / "workers") as workers,
+        StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
+    ):
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
+        _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+        # The held shard's message waits for its acknowledgement in the
+        # broker's "unacked" hash; deliver it a second time, as the broker
+        # does when a visibility timeout runs out.
+        held = [
+            message
+            for message in (json.loads(value)[0] for value in client.hvals("unacked"))
+            if message["headers"]["task"] == "eceb.job_rehash_shard"
+            and STALLED in base64.b64decode(message["body"]).decode()
+        ]
+        assert len(held) == 1, held
+        client.lpush(QUEUE, json.dumps(held[0]))
+        # The copy runs on the other worker, and the job goes on without the original.
+        _wait_for(
+            lambda: dist(redis_server, s3_server, "status", job_id).stdout.count(": done;") == 1,
+            "the job to finish on the second delivery",
+        )
+        relay.release()  # now the first delivery finishes too
+        _wait_for(lambda: not client.hlen("unacked"), "the first delivery to be acknowledged")
+        _finishes_with_the_report(redis_server, s3_server, job_id, expected_report, tmp_path, workers)
+        reads = [path for method, path in relay.requests if method == "GET" and path.endswith(STALLED)]
+        assert len(reads) == 3, reads  # held, the copy's, the original's retry
+        assert ObjectStore(s3_server.endpoint_url).exists(out)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def two_workers(
+    redis_server: RedisServer, s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CeleryWorkers]:
+    with celery_workers(redis_server.url(), 2, tmp_path_factory.mktemp("celery-workers")) as running:
+        yield running
+
+
+@pytest.mark.parametrize("how", ["slowdown", "internal", "reset"])
+def test_s3_faults_inside_a_job_are_retried(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    two_workers: CeleryWorkers,
+    bucket: str,
+    expected_report: bytes,
+    tmp_path: Path,
+    how: str,
+) -> None:
+    """The first connections to S3 (the coordinator's input reads, then
+    shards' corpus reads) meet throttling, server errors or resets."""
+    with RefusingRelay(s3_server.endpoint_url, refusals=3, how=how) as relay:
+        job_id, _ = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
+        _finishes_with_the_report(redis_server, s3_server, job_id, expected_report, tmp_path, two_workers)
+        assert relay.connections > 3
+
+
+def test_redis_restarted_mid_job_completes_with_the_report(
+    s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
+) -> None:
+    """Redis keeps its data in an append-only file (as a deployment should):
+    the workers reconnect, the shard running during the restart is delivered
+    again, and the job completes with the same report."""
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    with contextlib.ExitStack() as redis_stack:
+        server = redis_stack.enter_context(running_redis(directory, appendonly=True))
+        with (
+            celery_workers(server.url(), 1, tmp_path / "workers", env={"ECEB_VISIBILITY_TIMEOUT": "5"}) as workers,
+            StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
+        ):
+            job_id, _ = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
+            _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+            redis_stack.close()  # the server stops, writing its append-only file
+            redis_stack.enter_context(running_redis(directory, port=server.port, appendonly=True))
+            relay.release()
+            _finishes_with_the_report(server, s3_server, job_id, expected_report, tmp_path, workers)
+            logs = workers.logs()
+            assert "Cannot connect to redis://:**@" in logs, logs[-4000:]
+            assert logs.count(f"Connected to redis://:**@127.0.0.1:{server.port}/0") >= 2
+
+
+def test_redis_losing_its_data_mid_job_ends_the_job_clearly(s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """A Redis server restarted without persistence forgets the job: waiting
+    for it says so, and no report is written."""
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    with contextlib.ExitStack() as redis_stack:
+        server = redis_stack.enter_context(running_redis(directory))
+        with (
+            celery_workers(server.url(), 1, tmp_path / "workers") as workers,
+            StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
+        ):
+            job_id, out = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
+            _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+            reads_before = _reads_of_job_state(server)
+            waiting = subprocess.Popen(
+                [sys.executable, "-m", "eceb_cli.dist", "wait", job_id, "--timeout", WAIT_S],
+                env={**os.environ, "ECEB_BROKER_URL": server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            # Until `wait` has read the job's state once (the stalled job reads none meanwhile).
+            _wait_for(lambda: _reads_of_job_state(server) > reads_before, "eceb-dist wait to read the job")
+            redis_stack.close()
+            redis_stack.enter_context(running_redis(directory, port=server.port))
+            relay.release()
+            stdout, stderr = waiting.communicate(timeout=90)
+            assert waiting.returncode == exit_codes.NO_SUCH_JOB, stdout + stderr + workers.logs()[-3000:]
+            assert f"job {job_id} vanished from Redis while it ran" in stderr
+            assert "no report was written" in stderr
+            assert server.password not in stdout + stderr
+            time.sleep(2)  # what is left of the job runs out
+            assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def _reads_of_job_state(server: RedisServer) -> int:
+    """How many HGETALL commands the server has run (reads of a job's state)."""
+    client = server.client()
+    try:
+        stats = client.info("commandstats").get("cmdstat_hgetall", {})
+        return int(stats.get("calls", 0))
+    finally:
+        client.close()
+
+
+def test_revoked_shard_ends_the_job_naming_the_cause(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    """A shard's task terminated by an operator never answers: the chord
+    fails and the job ends failed, naming it."""
+    with (
+        celery_workers(redis_server.url(), 1, tmp_path / "workers") as workers,
+        StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay,
+    ):
+        job_id, out = _submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
+        _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+        client = redis.Redis.from_url(redis_server.url())
+        [held] = [
+            message["headers"]["id"]
+            for message in (json.loads(value)[0] for value in client.hvals("unacked"))
+            if STALLED in base64.b64decode(message["body"]).decode()
+        ]
+        client.close()
+        app = make_app(redis_server.url())
+        app.control.revoke(held, terminate=True, signal="SIGKILL")
+        waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+        assert waited.returncode == exit_codes.STORAGE, waited.stderr + workers.logs()[-3000:]
+        assert "a shard ended without an answer (Dependency " in waited.stderr
+        assert "raised TaskRevokedError('terminated')" in waited.stderr, waited.stderr
+        assert "no report was written" in waited.stderr
+        assert not ObjectStore(s3_server.endpoint_url).exists(out)

@@ -1,0 +1,136 @@
+"""Re-hash verification from a local directory (ECEB-0.1 §5)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eceb_worker.corpus.registry import Registry, build_registry
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import reduce_verification, shard_verification
+from eceb_worker.executors import InProcessExecutor
+from eceb_worker.io.local_corpus import LocalStorage
+from eceb_worker.pipeline.jobs import verify_corpus
+from tests.support.helpers import artifact
+
+
+def make_corpus(root: Path, files: dict[str, bytes]) -> Registry:
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    return build_registry(artifact(name, content=content) for name, content in files.items())
+
+
+FILES = {f"d{i % 3}/f{i}.md": f"content {i}\n".encode() * (i + 1) for i in range(12)}
+
+
+def test_clean_corpus_verifies(tmp_path: Path) -> None:
+    registry = make_corpus(tmp_path, FILES)
+    report = verify_corpus(registry, StorageSpec(source=str(tmp_path)))
+    assert report.ok
+    assert report.verified_count == report.artifact_count == 12
+    assert report.bytes_hashed == sum(map(len, FILES.values()))
+
+
+def test_every_failure_kind_is_reported_together(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"secret")
+    files = {
+        "ok.md": b"fine",
+        "stale.md": b"old",
+        "missing.md": b"gone",
+        "dir.md": b"becomes a directory",
+        "escape.md": b"secret",
+        "dangling.md": b"x",
+        "inside-link.md": b"fine",
+    }
+    registry = make_corpus(corpus, files)
+    (corpus / "stale.md").write_bytes(b"new")
+    (corpus / "missing.md").unlink()
+    (corpus / "dir.md").unlink()
+    (corpus / "dir.md").mkdir()
+    (corpus / "escape.md").unlink()
+    (corpus / "escape.md").symlink_to(outside)
+    (corpus / "dangling.md").unlink()
+    (corpus / "dangling.md").symlink_to(corpus / "nowhere")
+    (corpus / "inside-link.md").unlink()
+    (corpus / "inside-link.md").symlink_to(corpus / "ok.md")
+    report = verify_corpus(registry, StorageSpec(source=str(corpus)))
+    statuses = {f.path: f.status for f in report.findings}
+    assert statuses == {
+        "stale.md": "stale",
+        "missing.md": "missing",
+        "dir.md": "unreadable",
+        "escape.md": "outside_corpus",
+        "dangling.md": "missing",
+    }
+    stale = next(f for f in report.findings if f.status == "stale")
+    assert stale.observed_size == 3
+    assert stale.observed_digest == artifact("x", content=b"new").source_digest
+    assert report.verified_count == 2
+    assert [f.path for f in report.findings] == sorted(statuses)  # registry order
+
+
+def test_escaping_parent_directory_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.md").write_bytes(b"a")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "sub").symlink_to(outside, target_is_directory=True)
+    registry = build_registry([artifact("sub/a.md", content=b"a")])
+    report = verify_corpus(registry, StorageSpec(source=str(corpus)))
+    assert [f.status for f in report.findings] == ["outside_corpus"]
+
+
+def test_fifo_does_not_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")
+    registry = build_registry([artifact("pipe.md", content=b"")])
+    report = verify_corpus(registry, StorageSpec(source=str(tmp_path)))
+    assert [f.status for f in report.findings] == ["unreadable"]
+
+
+@pytest.mark.parametrize("shard_bytes", [1, 64, 10_000_000])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_same_report_for_any_shard_size_and_worker_count(tmp_path: Path, shard_bytes: int, workers: int) -> None:
+    registry = make_corpus(tmp_path, FILES)
+    (tmp_path / "d1/f4.md").write_bytes(b"tampered")
+    reference = verify_corpus(registry, StorageSpec(source=str(tmp_path)), shard_bytes=10**12)
+    report = verify_corpus(
+        registry, StorageSpec(source=str(tmp_path)), executor=InProcessExecutor(workers), shard_bytes=shard_bytes
+    )
+    assert report == reference
+    assert [f.path for f in report.findings] == ["d1/f4.md"]
+
+
+def test_reduce_refuses_lost_or_duplicated_shards(tmp_path: Path) -> None:
+    registry = make_corpus(tmp_path, FILES)
+    storage = LocalStorage(tmp_path)
+    arts = registry.artifacts
+    first = shard_verification(arts[:5], storage.hash_artifacts([a.path for a in arts[:5]]), start=0)
+    second = shard_verification(arts[5:], storage.hash_artifacts([a.path for a in arts[5:]]), start=5)
+    kwargs = {"corpus_root": registry.corpus_root, "artifact_count": 12, "source": "x"}
+    assert reduce_verification([second, first], **kwargs) == reduce_verification([first, second], **kwargs)
+    with pytest.raises(ValueError, match="cover 5 of 12"):
+        reduce_verification([first], **kwargs)
+    with pytest.raises(ValueError, match="do not tile"):
+        reduce_verification([first, first, second], **kwargs)
+
+
+def test_large_files_are_read_in_chunks_and_verified(tmp_path: Path) -> None:
+    from eceb_worker.io.local_corpus import LARGE_FILE_BYTES, READ_CHUNK_BYTES
+
+    sizes = {"exact.bin": LARGE_FILE_BYTES, "big.bin": READ_CHUNK_BYTES * 2 + 7}
+    files = {name: bytes(range(251)) * (size // 251) + b"x" * (size % 251) for name, size in sizes.items()}
+    registry = make_corpus(tmp_path, files)
+    assert verify_corpus(registry, StorageSpec(source=str(tmp_path))).ok
+    with (tmp_path / "big.bin").open("r+b") as handle:
+        handle.truncate(READ_CHUNK_BYTES + 3)
+    report = verify_corpus(registry, StorageSpec(source=str(tmp_path)))
+    assert [(f.path, f.status, f.observed_size) for f in report.findings] == [
+        ("big.bin", "stale", READ_CHUNK_BYTES + 3)
+    ]

@@ -1,0 +1,87 @@
+"""What the ``eceb-dist`` tests share: the seed example in a bucket, the
+report ``eceb evaluate`` writes for it, and running ``eceb-dist`` as a
+subprocess (checking that no credential shows in its output)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from eceb_cli import exit_codes
+from tests.support.paths import REPO
+from tests.support.redis_server import RedisServer
+from tests.support.s3_server import S3Server
+
+__all__ = ["SEED", "WAIT_S", "dist", "embedded_report", "submit", "upload_seed"]
+
+SEED = REPO / "examples" / "enterprise-seed"
+WAIT_S = "60"
+
+
+def upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
+    """Put the seed's benchmark, run, registry and corpus under ``prefix``."""
+    client = s3_server.client()
+    for name in ("benchmark.json", "run.json", "registry.jsonl"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=(SEED / name).read_bytes())
+    s3_server.upload_tree(SEED / "corpus", bucket, f"{prefix}/corpus", threads=4)
+
+
+def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None) -> bytes:
+    """The report ``eceb evaluate`` writes for ``example`` (in-process, from
+    disk: its ``corpus/`` unless ``corpus`` is given), written in ``directory``."""
+    out = directory / f"{example.name}-report.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eceb_cli",
+            "evaluate",
+            str(example / "benchmark.json"),
+            str(example / "run.json"),
+            "--corpus",
+            str(corpus or example / "corpus"),
+            "--workers",
+            "1",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == exit_codes.TASKS_FAILED, result.stderr
+    return out.read_bytes()
+
+
+def dist(redis_server: RedisServer, s3_server: S3Server, *args: str) -> subprocess.CompletedProcess[str]:
+    """``eceb-dist ARGS`` against the test Redis and S3 server."""
+    env = {**os.environ, "ECEB_BROKER_URL": redis_server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url}
+    env.pop("ECEB_RESULT_BACKEND", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "eceb_cli.dist", *args], capture_output=True, text=True, env=env, check=False
+    )
+    for secret in (redis_server.password, *s3_server.secrets):
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
+def submit(redis_server: RedisServer, s3_server: S3Server, prefix: str, out: str, *options: str) -> str:
+    """Submit the example under ``prefix`` (``s3://bucket/prefix``); the job id."""
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"{prefix}/benchmark.json",
+        f"{prefix}/run.json",
+        "--corpus",
+        f"{prefix}/corpus",
+        "--out",
+        out,
+        *options,
+    )
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    assert len(job_id) == 32
+    return job_id

@@ -1,0 +1,213 @@
+"""Validation of benchmarks and runs: every problem class, all reported together."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eceb_worker.errors import InputError, Problem
+from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records
+from tests.support.paths import REPO
+
+SEED = REPO / "examples" / "enterprise-seed"
+
+
+def seed_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
+    for name in ("registry.jsonl",):
+        (tmp_path / name).write_bytes((SEED / name).read_bytes())
+    benchmark = json.loads((SEED / "benchmark.json").read_text())
+    run = json.loads((SEED / "run.json").read_text())
+    return tmp_path / "benchmark.json", tmp_path / "run.json", benchmark, run
+
+
+def write(path: Path, value: dict[str, Any]) -> None:
+    path.write_text(json.dumps(value))
+
+
+def problems(call: Any) -> list[Problem]:
+    with pytest.raises(InputError) as caught:
+        call()
+    return caught.value.problems
+
+
+def located(found: list[Problem]) -> set[tuple[str, str, str]]:
+    return {(Path(p.file).name, p.record, p.field) for p in found}
+
+
+def load_and_check(benchmark: Path, run: Path) -> None:
+    inputs = check_inputs(benchmark, run)
+    check_run_records(inputs.run, inputs.benchmark)
+
+
+def test_seed_is_consistent() -> None:
+    inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
+    check_run_records(inputs.run, inputs.benchmark)
+    assert len(inputs.benchmark.tasks) == 13
+    assert inputs.run.observation_count == 86
+
+
+def test_record_problems_alone_are_all_reported(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    run["observations"][3]["input_cost_micro_usd"] += 7
+    run["observations"][40]["context_digest"] = "F" * 64
+    run["observations"][41]["selected_artifacts"][0]["observed_digest"] = "g" * 64
+    write(run_path, run)
+    inputs = check_inputs(bench_path, run_path)  # the header is fine: records are checked later
+    found = located(problems(lambda: check_run_records(inputs.run, inputs.benchmark)))
+    assert found == {
+        ("run.json", "observations[3]", "input_cost_micro_usd"),
+        ("run.json", "observations[40]", "context_digest"),
+        ("run.json", "observations[41]", "selected_artifacts[0].observed_digest"),
+    }
+
+
+def test_every_benchmark_problem_class_in_one_run(tmp_path: Path) -> None:
+    bench_path, _, benchmark, _ = seed_copy(tmp_path)
+    tasks = benchmark["tasks"]
+    tasks[0]["required_artifacts"].append("runbook/missing.md")  # not in registry
+    tasks[1]["denied_artifacts"] = ["runbook/db-failover.md"]  # required and denied
+    tasks[2]["required_artifacts"].append("policy/customer-pii-handling.md")  # classification not allowed
+    tasks[3]["budget_ladder"] = [512, 512, 256]  # not ascending
+    tasks[4]["task_id"] = tasks[5]["task_id"]  # duplicate id
+    tasks[6]["denied_artifacts"] = ["nowhere.md"]  # denied but unknown
+    tasks[7]["allowed_classifications"] = ["public", "public", "internal"]  # duplicate entry
+    benchmark["registry"]["corpus_root"] = "0" * 64  # wrong pin
+    write(bench_path, benchmark)
+    found = located(problems(lambda: check_benchmark(bench_path)))
+    assert {
+        ("benchmark.json", "tasks[0] (disk-full-escalation)", "required_artifacts"),
+        ("benchmark.json", "tasks[1] (db-failover-steps)", "denied_artifacts"),
+        ("benchmark.json", "tasks[2] (refund-window)", "required_artifacts"),
+        ("benchmark.json", "tasks[3] (log-retention)", "budget_ladder[1]"),
+        ("benchmark.json", "tasks[3] (log-retention)", "budget_ladder[2]"),
+        ("benchmark.json", "tasks[5]", "task_id"),
+        ("benchmark.json", "tasks[6] (vpc-subnet-zone)", "denied_artifacts"),
+        ("benchmark.json", "tasks[7] (breakglass-review)", "allowed_classifications"),
+        ("benchmark.json", "registry", "corpus_root"),
+    } <= found
+
+
+def test_benchmark_schema_problems_are_all_listed(tmp_path: Path) -> None:
+    bench_path, _, benchmark, _ = seed_copy(tmp_path)
+    benchmark["tasks"][0]["required_repetitions"] = 0
+    benchmark["tasks"][1]["budget_ladder"] = [0, 10]
+    benchmark["tasks"][2]["allowed_classifications"] = ["secret"]
+    benchmark["tasks"][3]["minimum_quality_milli"] = 1001
+    benchmark["tasks"][4]["colour"] = "red"
+    del benchmark["tasks"][5]["query"]
+    write(bench_path, benchmark)
+    found = located(problems(lambda: check_benchmark(bench_path)))
+    assert {
+        ("benchmark.json", "tasks[0]", "required_repetitions"),
+        ("benchmark.json", "tasks[1]", "budget_ladder[0]"),
+        ("benchmark.json", "tasks[2]", "allowed_classifications[0]"),
+        ("benchmark.json", "tasks[3]", "minimum_quality_milli"),
+        ("benchmark.json", "tasks[4]", "colour"),
+        ("benchmark.json", "tasks[5]", "query"),
+    } <= found
+
+
+def test_every_run_problem_class_in_one_run(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    o = run["observations"]
+    o[0]["task_id"] = "no-such-task"
+    o[4]["budget"] = 300  # compiled budget off the ladder
+    o[1]["budget"] = 64  # baseline with a budget
+    o[5]["configuration_id"] = "nope"
+    o[6]["cached_input_tokens"] = o[6]["input_tokens"] + 1
+    o[7]["input_cost_micro_usd"] += 5  # does not follow pricing
+    o[7]["output_cost_micro_usd"] += 5
+    o[8]["selected_artifacts"].append(o[8]["selected_artifacts"][0])  # selected twice
+    o[10]["repetition"] = o[9]["repetition"]  # duplicate repetition in its group
+    run["auxiliary_costs"].append(
+        {"task_id": "log-retention", "strategy": "compiled", "budget": 1024, "kind": "other", "cost_micro_usd": 5}
+    )
+    run["configurations"].append(run["configurations"][0])
+    run["corpus_root"] = "1" * 64
+    run["benchmark"]["task_root"] = "2" * 64
+    write(run_path, run)
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
+    expected = {
+        ("run.json", "observations[0]", "task_id"),
+        ("run.json", "observations[4]", "budget"),
+        ("run.json", "observations[1]", "budget"),
+        ("run.json", "observations[5]", "configuration_id"),
+        ("run.json", "observations[6]", "cached_input_tokens"),
+        ("run.json", "observations[7]", "input_cost_micro_usd"),
+        ("run.json", "observations[7]", "output_cost_micro_usd"),
+        ("run.json", "observations[8]", "selected_artifacts"),
+        ("run.json", "observations[10]", "repetition"),
+        ("run.json", f"auxiliary_costs[{len(run['auxiliary_costs']) - 1}]", ""),
+        ("run.json", "configurations[2]", "configuration_id"),
+        ("run.json", "", "corpus_root"),
+        ("run.json", "benchmark", "task_root"),
+    }
+    assert expected <= found, expected - found
+
+
+def test_run_schema_problems_are_listed_per_observation(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    o = run["observations"]
+    o[3]["quality_milli"] = 1200
+    o[3]["strategy"] = "retrieval"
+    o[17]["repetition"] = 0
+    del o[20]["answer"]
+    run["claim_class"] = "marketing"
+    write(run_path, run)
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
+    assert {
+        ("run.json", "observations[3]", "quality_milli"),
+        ("run.json", "observations[3]", "strategy"),
+        ("run.json", "observations[17]", "repetition"),
+        ("run.json", "observations[20]", "answer"),
+        ("run.json", "", "claim_class"),
+    } <= found
+
+
+def test_problems_of_all_three_files_come_together(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    benchmark["tasks"][0]["budget_ladder"] = [2, 1]
+    write(bench_path, benchmark)
+    run["observations"][0]["latency_ms"] = -1
+    write(run_path, run)
+    registry = tmp_path / "registry.jsonl"
+    registry.write_text(registry.read_text().replace('"kind":"code"', '"kind":"wiki"'))
+    files = {Path(p.file).name for p in problems(lambda: load_and_check(bench_path, run_path))}
+    assert files == {"benchmark.json", "registry.jsonl", "run.json"}
+
+
+def test_invalid_json_names_the_file(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, _ = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    run_path.write_text("{")
+    found = problems(lambda: load_and_check(bench_path, run_path))
+    assert found[0].file == str(run_path)
+    assert "invalid JSON" in found[0].message
+
+
+def test_registry_problems_come_with_benchmark_schema_problems(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    benchmark["tasks"][0]["minimum_quality_milli"] = 2000
+    write(bench_path, benchmark)
+    write(run_path, run)
+    registry = tmp_path / "registry.jsonl"
+    registry.write_text(registry.read_text().replace('"kind":"code"', '"kind":"slack"'))
+    files = {Path(p.file).name for p in problems(lambda: check_inputs(bench_path, run_path))}
+    assert {"benchmark.json", "registry.jsonl"} <= files
+
+
+def test_integers_beyond_the_json_safe_range_are_bad_input(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    run["observations"][0]["latency_ms"] = 10**30
+    run["factorial_experiment"] = {"factors": ["model", "model"]}
+    write(run_path, run)
+    found = located(problems(lambda: load_and_check(bench_path, run_path)))
+    assert ("run.json", "observations[0]", "latency_ms") in found
+    assert ("run.json", "factorial_experiment", "factors") in found

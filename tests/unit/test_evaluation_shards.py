@@ -1,0 +1,94 @@
+"""Gate evaluation cut into shards: any shard size, any completion order, one report."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.shards import (
+    evaluate_tasks_of_run,
+    evaluation_task_ids,
+    plan_evaluation,
+    reduce_evaluation,
+)
+from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
+from eceb_worker.pipeline.jobs import evaluate
+from tests.support.paths import EXAMPLES, SHARED
+
+CORPORA = {
+    EXAMPLES / "enterprise-seed": EXAMPLES / "enterprise-seed" / "corpus",
+    EXAMPLES / "public-eng-mix": SHARED / "corpora" / "public-eng-mix" / "files",
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CORPORA), ids=lambda p: p.name)
+def example(request: pytest.FixtureRequest) -> tuple[Path, CheckedInputs]:
+    path: Path = request.param
+    return path, check_inputs(path / "benchmark.json", path / "run.json")
+
+
+def evaluated(example: tuple[Path, CheckedInputs], **options: int) -> bytes:
+    """The report ``eceb evaluate`` writes, with the evaluation's options."""
+    path, inputs = example
+    report, _ = evaluate(inputs, StorageSpec(source=str(CORPORA[path])), **options)
+    return encode_report(report)
+
+
+@pytest.mark.parametrize("shard_observations", [1, 3, 17, 10**9])
+def test_report_bytes_do_not_depend_on_the_evaluation_shard_size(
+    example: tuple[Path, CheckedInputs], shard_observations: int
+) -> None:
+    assert evaluated(example, shard_observations=shard_observations) == evaluated(example)
+
+
+def _map_and_reduce(
+    inputs: CheckedInputs, shard_observations: int, rnd: random.Random, *, twice: bool = False
+) -> bytes:
+    benchmark, run = inputs.benchmark, inputs.run
+    tasks = {t.task_id: t for t in benchmark.tasks}
+    artifacts = inputs.registry.by_id()
+    task_ids = evaluation_task_ids(benchmark, run)
+    assert task_ids == sorted(tasks.keys() | run.task_ids)
+    counts = [len(run.observations.get(t, ())) for t in task_ids]
+    shards = plan_evaluation(counts, shard_observations=shard_observations)
+    rnd.shuffle(shards)  # completion order
+    if twice:
+        shards.append(shards[0])
+    outcomes = [o for s in shards for o in evaluate_tasks_of_run(task_ids[s.start : s.end], run, tasks, artifacts)]
+    report = reduce_evaluation(
+        outcomes,
+        benchmark=benchmark,
+        run=run,
+        corpus_root=inputs.registry.corpus_root,
+        artifact_count=inputs.registry.artifact_count,
+        eceb_version="0.1.0",
+    )
+    return encode_report(report)
+
+
+SEED = EXAMPLES / "enterprise-seed"
+
+
+@given(st.integers(1, 40), st.randoms(use_true_random=False))
+def test_shards_completing_in_any_order_reduce_to_the_same_report(shard_observations: int, rnd: random.Random) -> None:
+    inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
+    reference = evaluated((SEED, inputs))
+    assert _map_and_reduce(inputs, shard_observations, rnd) == reference
+
+
+def test_a_shard_delivered_twice_is_refused(example: tuple[Path, CheckedInputs]) -> None:
+    with pytest.raises(ValueError, match="twice"):
+        _map_and_reduce(example[1], 5, random.Random(0), twice=True)
+
+
+def test_plan_covers_every_task_once() -> None:
+    shards = plan_evaluation([0, 5, 5, 0, 12, 1], shard_observations=6)
+    assert [(s.start, s.end, s.observations) for s in shards] == [(0, 2, 5), (2, 4, 5), (4, 5, 12), (5, 6, 1)]
+    with pytest.raises(ValueError, match="positive"):
+        plan_evaluation([1], shard_observations=0)

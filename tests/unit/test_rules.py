@@ -1,0 +1,98 @@
+"""Rules files: first match wins, nothing gets a silent default."""
+
+from __future__ import annotations
+
+import pytest
+
+from eceb_worker.corpus.rules import classify, parse_rules
+from eceb_worker.errors import InputError
+
+RULES = b"""
+schema = "symgliph.eceb/rules-v0.1"
+exclude = ["**/.git/**", "**/*.tmp"]
+
+[[rule]]
+glob = "runbook/secret/**"
+classification = "restricted"
+
+[[rule]]
+glob = "runbook/**"
+kind = "runbook"
+classification = "internal"
+
+[[rule]]
+glob = "**/*.{yml,yaml}"
+kind = "infrastructure"
+
+[[rule]]
+glob = "**"
+classification = "public"
+"""
+
+
+def test_first_matching_rule_wins_per_field() -> None:
+    rules = parse_rules(RULES, "rules.toml")
+    result = {
+        c.path: (c.kind, c.classification)
+        for c in classify(
+            rules,
+            [
+                "runbook/secret/keys.md",
+                "runbook/disk.md",
+                "deploy/app.yaml",
+                ".hidden/x.yml",
+                "runbook/.git/HEAD",
+                "a.tmp",
+            ],
+            rules_name="rules.toml",
+        )
+    }
+    assert result == {
+        "runbook/secret/keys.md": ("runbook", "restricted"),
+        "runbook/disk.md": ("runbook", "internal"),
+        "deploy/app.yaml": ("infrastructure", "public"),
+        ".hidden/x.yml": ("infrastructure", "public"),
+    }
+
+
+def test_unmatched_files_are_all_listed() -> None:
+    rules = parse_rules(RULES, "rules.toml")
+    with pytest.raises(InputError) as caught:
+        classify(rules, ["notes/a.md", "notes/b.md", "runbook/ok.md"], rules_name="rules.toml")
+    found = {(p.record, p.field) for p in caught.value.problems}
+    assert found == {("notes/a.md", "kind"), ("notes/b.md", "kind")}
+
+
+def test_rules_file_problems_are_reported_together() -> None:
+    data = b"""
+schema = "symgliph.eceb/rules-v0.1"
+[[rule]]
+glob = "a/**"
+kind = "wiki"
+[[rule]]
+glob = "b/**"
+classification = "secret"
+colour = "red"
+"""
+    with pytest.raises(InputError) as caught:
+        parse_rules(data, "rules.toml")
+    found = {p.field for p in caught.value.problems}
+    assert {"rule[0].kind", "rule[1].classification", "rule[1].colour"} <= found
+
+
+def test_rule_setting_nothing_and_bad_glob() -> None:
+    data = b"""
+schema = "symgliph.eceb/rules-v0.1"
+[[rule]]
+glob = "a/**"
+"""
+    with pytest.raises(InputError) as caught:
+        parse_rules(data, "rules.toml")
+    assert caught.value.problems[0].field == "rule[0]"
+
+
+def test_invalid_toml_names_the_file() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_rules(b"schema = ", "rules.toml")
+    assert caught.value.problems[0].file == "rules.toml"
+    assert "invalid TOML" in caught.value.problems[0].message
