@@ -16,18 +16,21 @@ registry as eceb writes it (lines in corpus-root order); ``unsorted`` lists
 the same lines in a scrambled order (``i -> (a*i + b) mod n``), same header.
 
 Then, in a fresh interpreter per case, it does what the coordinating tasks
-of ``eceb-dist`` do (``eceb_worker.core.redaction.jobs``), stage by stage:
+of ``eceb-dist`` do (``eceb_worker.cluster.tasks``, the steps of
+``eceb_worker.pipeline.jobs.Job``), stage by stage:
 
-1. ``eceb.coordinate``: ``scan_inputs`` (check the benchmark, the run's
-   header and the registry, scanned as a stream; plan the re-hash as byte
-   ranges), then one ``JobRehashMessage`` per shard, all held at once as the
-   chord's header holds them;
-2. ``eceb.job_verified``: one synthetic answer per shard, as the chord
-   delivers them (every artifact verified), reduced with
+1. ``eceb.coordinate``: ``check_inputs(..., keep=frozenset())`` (check the
+   benchmark, the run's header and the registry, scanned as a stream and
+   sorted on disk when not in corpus-root order; plan the re-hash as byte
+   ranges), then one ``RehashTask`` per shard (a reference to its byte range
+   of the registry, no artifact inline) and its JSON builtins, all held at
+   once as the chord's header holds them;
+2. ``eceb.job_verified``: one synthetic ``RehashAnswer`` per shard (every
+   artifact verified), decoded as the chord delivers them, reduced with
    ``reduce_verification``; the evaluation planned (``plan_evaluation``);
 3. ``eceb.job_finish``: the tasks' outcomes (evaluated here, standing in
-   for the evaluation shards' answers) reduced into the report
-   (``reduce_outcomes``) and encoded.
+   for the evaluation shards' answers, and decoded as delivered) reduced
+   into the report (``reduce_evaluation``) and encoded (``encode_report``).
 
 It prints, after each stage, its wall time, the process's RSS and its peak
 RSS (``VmHWM``), and at the end ``ru_maxrss`` from
@@ -35,12 +38,13 @@ RSS (``VmHWM``), and at the end ``ru_maxrss`` from
 small, so the child's figure is its own). Target: the peak <= 1 GiB at
 10,000,000 artifacts. Spill files of the external sort go to ``$TMPDIR``.
 
-``--whole``: also measure ``load_inputs`` (the registry decoded whole, as
-``eceb evaluate`` and the coordinator used to load it). ``--worker``: also
-measure an evaluation shard's process loading the run and the registry's
-referenced artifacts (``load_referenced_artifacts``), and a re-hash shard
-reading and decoding its byte range. ``--json``: print the figures as JSON
-on stdout (logs go to stderr). Callable from another script:
+``--whole``: also measure ``check_inputs`` keeping every artifact (the
+registry held whole, as ``eceb evaluate`` holds it and the coordinator used
+to). ``--worker``: also measure an evaluation shard's process loading the
+benchmark, the run and the registry's referenced artifacts
+(``load_referenced_artifacts``), and a re-hash shard reading and decoding
+its byte range (``registry_range_artifacts``). ``--json``: print the figures
+as JSON on stdout (logs go to stderr). Callable from another script:
 ``measure(artifacts, order, ...)`` returns the figures of one case.
 """
 
@@ -237,100 +241,130 @@ def child(params: dict[str, Any]) -> None:
 
     import msgspec
 
-    from eceb_worker.corpus.planning import plan_evaluation
+    from eceb_worker import __version__
+    from eceb_worker.corpus.lines import registry_range_artifacts
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.corpus.verification import ShardVerification, reduce_verification
     from eceb_worker.families.eceb.report import encode_report
-    from eceb_worker.families.eceb.shards import TaskOutcome, evaluate_tasks_of_run
-    from eceb_worker.pipeline.inputs import (
-        InputReader,
-        RunInputs,
-        load_inputs,
-        load_referenced_artifacts,
-        load_run_inputs,
-        scan_inputs,
+    from eceb_worker.families.eceb.shards import (
+        evaluate_tasks_of_run,
+        evaluation_task_ids,
+        plan_evaluation,
+        reduce_evaluation,
     )
-    from eceb_worker.pipeline.jobs import evaluation_task_ids, reduce_outcomes
-    from eceb_worker.pipeline.messages import JobRehashMessage, RegistryRef
+    from eceb_worker.io.locations import Locator
+    from eceb_worker.pipeline.inputs import (
+        check_inputs,
+        load_benchmark,
+        load_referenced_artifacts,
+        load_run,
+        registry_location,
+    )
+    from eceb_worker.pipeline.messages import (
+        CheckedRegistry,
+        EvaluateAnswer,
+        RehashAnswer,
+        RehashTask,
+        ShardAnswer,
+    )
 
     directory = Path(params["directory"])
     benchmark_path, run_path = directory / "benchmark.json", directory / "run.json"
     stage("start-up and imports")
     if params["mode"] == "whole":
-        inputs = load_inputs(benchmark_path, run_path)
-        stage(f"load_inputs: {len(inputs.registry.artifacts):,} artifacts decoded, checked, sorted")
+        inputs = check_inputs(benchmark_path, run_path, shard_bytes=params["shard_bytes"])
+        stage(f"check_inputs, every artifact kept: {len(inputs.registry.artifacts):,} artifacts decoded and checked")
     elif params["mode"] == "worker":
-        run_inputs = load_run_inputs(benchmark_path, run_path, "0" * 64)
-        referenced = load_referenced_artifacts(benchmark_path, run_inputs)
+        locator = Locator()
+        benchmark = load_benchmark(benchmark_path, locator)
+        run = load_run(run_path, locator)
+        registry_at = registry_location(locator.locate(benchmark_path), benchmark.registry.path)
+        referenced = load_referenced_artifacts(registry_at, benchmark, run, locator)
         stage(f"evaluation shard: benchmark, run and {len(referenced)} referenced artifacts")
-        with tempfile.TemporaryDirectory(prefix="eceb-coordinator-memory-") as spill:
-            shard = scan_inputs(benchmark_path, run_path, shard_bytes=params["shard_bytes"], spill_dir=spill)
-        first = shard.registry.shards[len(shard.registry.shards) // 2]
-        del shard
+        scanned = check_inputs(benchmark_path, run_path, keep=frozenset(), shard_bytes=params["shard_bytes"])
+        shard = scanned.registry.shards[len(scanned.registry.shards) // 2]
+        del scanned
         stage("(scan again, to find a shard's range)")
-        from eceb_worker.corpus.registry import registry_range_artifacts
-
-        data = InputReader().read_range(directory / "registry.jsonl", first.byte_start, first.byte_end)
-        artifacts = registry_range_artifacts(
-            data, start=first.start, count=first.end - first.start, first_path=first.first_path, name="r"
-        )
+        data = registry_at.read_range(shard.byte_start, shard.byte_end)
+        artifacts = registry_range_artifacts(data, shard, name=registry_at.name)
         stage(f"re-hash shard: read and decode its range ({len(artifacts)} artifacts, {len(data):,} bytes)")
     else:
-        # eceb.coordinate
-        with tempfile.TemporaryDirectory(prefix="eceb-coordinator-memory-") as spill:
-            scanned = scan_inputs(benchmark_path, run_path, shard_bytes=params["shard_bytes"], spill_dir=spill)
+        # eceb.coordinate (Job.start): the inputs checked, the registry scanned, no artifact kept
+        scanned = check_inputs(benchmark_path, run_path, keep=frozenset(), shard_bytes=params["shard_bytes"])
         scan = scanned.registry
         stage(
-            f"coordinate: scan_inputs ({scan.artifact_count:,} artifacts, {len(scan.shards):,} shards, "
+            f"coordinate: check_inputs ({scan.artifact_count:,} artifacts, {len(scan.shards):,} shards, "
             f"{'one pass' if scan.in_root_order else 'two passes and an external sort'})"
         )
         spec = StorageSpec(source="s3://corpus/synthetic")
-        registry = RegistryRef(
+        registry = CheckedRegistry(
             location="s3://inputs/registry.jsonl",
             etag='"0"',
             corpus_root=scan.corpus_root,
             artifact_count=scan.artifact_count,
             rehash_shards=len(scan.shards),
         )
-        header = [msgspec.to_builtins(JobRehashMessage.for_shard(spec, registry, s)) for s in scan.shards]
-        stage(f"coordinate: {len(header):,} shard messages held at once (the chord's header)")
+        job_id = "0" * 32
+        tasks = [RehashTask(corpus=spec, registry=registry, shard=s, job_id=job_id) for s in scan.shards]
+        header = [msgspec.to_builtins(task) for task in tasks]
+        stage(f"coordinate: {len(tasks):,} RehashTasks and their JSON held at once (the chord's header)")
         results = [
-            {
-                "index": s.index,
-                "ok": msgspec.to_builtins(
-                    ShardVerification(
-                        start=s.start, end=s.end, checked=s.end - s.start, bytes_hashed=s.size_bytes, findings=()
-                    )
-                ),
-            }
+            msgspec.to_builtins(
+                RehashAnswer(
+                    index=s.index,
+                    verification=ShardVerification(
+                        start=s.start, end=s.end, checked=s.count, bytes_hashed=s.size_bytes, findings=()
+                    ),
+                )
+            )
             for s in scan.shards
         ]
         shards = len(scan.shards)
-        benchmark, run, wanted = scanned.benchmark, scanned.run, scan.artifacts
-        del header, scanned, scan
+        benchmark, run, named = scanned.benchmark, scanned.run, scan.by_id()
+        del tasks, header, scanned, scan
         stage("job_verified: the shards' answers, as the chord delivers them")
-        answers: dict[int, Any] = {}
-        for result in results:
-            answers.setdefault(int(result["index"]), result["ok"])
+        answers: dict[int, RehashAnswer] = {}
+        for answer in msgspec.convert(results, list[ShardAnswer]):
+            assert isinstance(answer, RehashAnswer)
+            answers.setdefault(answer.index, answer)
         assert sorted(answers) == list(range(shards))
         verification = reduce_verification(
-            (msgspec.convert(answer, ShardVerification) for answer in answers.values()),
+            (answers[index].verification for index in range(shards)),
             corpus_root=registry.corpus_root,
             artifact_count=registry.artifact_count,
             source=spec.source,
         )
         assert verification.ok and verification.verified_count == registry.artifact_count
-        inputs = RunInputs(benchmark=benchmark, run=run, corpus_root=registry.corpus_root)
-        task_ids = evaluation_task_ids(inputs)
+        task_ids = evaluation_task_ids(benchmark, run)
         plan = plan_evaluation([len(run.observations.get(t, ())) for t in task_ids])
         del results, answers
         stage(f"job_verified: reduce_verification, plan_evaluation ({len(plan)} evaluation shards)")
-        tasks = {t.task_id: t for t in benchmark.tasks}
-        outcomes = msgspec.convert(
-            msgspec.to_builtins(evaluate_tasks_of_run(task_ids, run, tasks, wanted)), list[TaskOutcome]
+        tasks_by_id = {t.task_id: t for t in benchmark.tasks}
+        delivered = [
+            msgspec.to_builtins(
+                EvaluateAnswer(
+                    index=shard.index,
+                    outcomes=evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks_by_id, named),
+                )
+            )
+            for shard in plan
+        ]
+        outcomes = [
+            outcome
+            for answer in msgspec.convert(delivered, list[ShardAnswer])
+            if isinstance(answer, EvaluateAnswer)
+            for outcome in answer.outcomes
+        ]
+        report = reduce_evaluation(
+            outcomes,
+            benchmark=benchmark,
+            run=run,
+            corpus_root=registry.corpus_root,
+            artifact_count=registry.artifact_count,
+            eceb_version=__version__,
         )
-        report = encode_report(reduce_outcomes(inputs, outcomes, verification.verified_count))
-        stage(f"job_finish: reduce_outcomes, encode_report ({len(report):,} bytes)")
+        data = encode_report(report)
+        stage(f"job_finish: reduce_evaluation, encode_report ({len(data):,} bytes)")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"stages": stages, "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1)}))
 
@@ -373,7 +407,7 @@ def main() -> None:
     parser.add_argument("--orders", default="sorted,unsorted")
     parser.add_argument("--shard-bytes", type=int, default=64 * MIB)
     parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--whole", action="store_true", help="also measure load_inputs (the whole registry)")
+    parser.add_argument("--whole", action="store_true", help="also measure check_inputs keeping every artifact")
     parser.add_argument("--worker", action="store_true", help="also measure an evaluation and a re-hash shard")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -2,10 +2,15 @@
 
 Generates a synthetic benchmark, registry and run (deterministic, seeded) into
 ``benchmarks/data/evaluate/``, then times, in one process pinned to one core,
-each stage of ``eceb evaluate`` after corpus verification: decoding the run,
-checking benchmark and run, evaluating every task, reducing and encoding the
-report. Prints seconds per stage, observations/s and peak RSS, against the
-target (under 10 s and 2 GB on one core).
+each stage of ``eceb evaluate`` after corpus verification: decoding and
+checking the benchmark, its registry (every artifact kept) and the run's
+header, indexing the run (``check_inputs``); then, as the evaluation stage of
+``eceb_worker.pipeline.jobs`` runs it in one process, planning the evaluation
+shards, decoding, checking, evaluating and digesting every task and reducing
+the outcomes into the report (``plan_evaluation``, ``evaluate_tasks_of_run``,
+``reduce_evaluation``); encoding the report. Prints seconds per stage,
+observations/s and peak RSS, against the target (under 10 s and 2 GB on one
+core).
 
     python benchmarks/evaluate.py [--observations 1000000] [--tasks 20000]
 """
@@ -23,10 +28,11 @@ from pathlib import Path
 import blake3
 import msgspec
 
+from eceb_worker import __version__
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
 from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
-from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import (
     BenchmarkReference,
     Configuration,
@@ -39,8 +45,15 @@ from eceb_worker.families.eceb.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.pipeline.inputs import load_inputs
-from eceb_worker.pipeline.jobs import evaluate_verified
+from eceb_worker.families.eceb.shards import (
+    DEFAULT_SHARD_OBSERVATIONS,
+    TaskOutcome,
+    evaluate_tasks_of_run,
+    evaluation_task_ids,
+    plan_evaluation,
+    reduce_evaluation,
+)
+from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
 
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
 LADDER = (256, 512, 1024, 2048)
@@ -151,6 +164,32 @@ def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[
     return path, benchmark, artifacts
 
 
+def evaluate_checked(inputs: CheckedInputs, *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS) -> Report:
+    """What ``eceb evaluate`` does once the corpus has verified
+    (:class:`eceb_worker.pipeline.jobs.Job`'s evaluation stage, run in this
+    process): the tasks, sorted by id, cut into evaluation shards
+    (``plan_evaluation``), each shard's tasks decoded, checked, evaluated and
+    digested (``evaluate_tasks_of_run``, against every registry artifact by
+    id), and the outcomes reduced into the report (``reduce_evaluation``).
+    Raises ``InputError`` with every problem of the run's records."""
+    benchmark, run = inputs.benchmark, inputs.run
+    tasks = {t.task_id: t for t in benchmark.tasks}
+    artifacts = inputs.registry.by_id()
+    task_ids = evaluation_task_ids(benchmark, run)
+    counts = [len(run.observations.get(task_id, ())) for task_id in task_ids]
+    outcomes: list[TaskOutcome] = []
+    for shard in plan_evaluation(counts, shard_observations=shard_observations):
+        outcomes.extend(evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks, artifacts))
+    return reduce_evaluation(
+        outcomes,
+        benchmark=benchmark,
+        run=run,
+        corpus_root=inputs.corpus_root,
+        artifact_count=inputs.registry.artifact_count,
+        eceb_version=__version__,
+    )
+
+
 def write_inputs(observations: int, task_count: int) -> None:
     """Generate and write benchmark.json, registry.jsonl and run.json into DATA."""
     _, benchmark, artifacts = generate(observations, task_count)
@@ -199,9 +238,9 @@ def main() -> None:
         stages.append((name, now - clock))
         clock = now
 
-    inputs = load_inputs(DATA / "benchmark.json", run_path)
+    inputs = check_inputs(DATA / "benchmark.json", run_path)
     stage("decode inputs, index the run")
-    report = evaluate_verified(inputs, len(inputs.registry.artifacts))
+    report = evaluate_checked(inputs)
     stage("check, evaluate, digest every task")
     data = encode_report(report)
     stage("encode report")

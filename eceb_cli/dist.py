@@ -21,11 +21,21 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_cli.console import endpoint, handle_errors
-from eceb_cli.outcomes import exit_for, is_verification, result_bytes, shards, status_line, verification_of
+from eceb_cli.outcomes import (
+    exit_for,
+    exit_for_verdict,
+    is_verification,
+    job_state,
+    result_bytes,
+    shards,
+    status_line,
+    verification_of,
+    wait_until_ended,
+)
+from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
 from eceb_worker.core.redaction import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
-from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.shards import DEFAULT_SHARD_OBSERVATIONS
 
 if TYPE_CHECKING:
@@ -73,87 +83,9 @@ def _cluster(broker_url: str | None, result_backend: str | None) -> Cluster:
         raise click.UsageError(str(exc)) from None
 
 
-def _job(cluster: Cluster, job_id: str) -> dict[str, str]:
-    state = cluster.store.get(job_id)
-    if state is None:
-        click.echo(f"error: no such job {job_id} (unknown, or expired)", err=True)
-        sys.exit(exit_codes.NO_SUCH_JOB)
-    return state
-
-
-def _corpus(value: str) -> str:
-    """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
-    (it is stored in the job's state and shown by ``status``); a directory is
-    an absolute path (workers resolve it, not the submitter)."""
-    from eceb_worker.io.s3 import is_s3_url, parse_s3_url
-
-    if is_s3_url(value):
-        try:
-            parse_s3_url(value)
-        except ValueError as exc:
-            raise click.UsageError(f"--corpus: {exc}") from None
-    elif not os.path.isabs(value):
-        raise click.UsageError(
-            f"--corpus: {value!r} is a relative path; give the directory as an absolute path every worker sees "
-            "(or an s3://bucket/prefix URL)"
-        )
-    return value
-
-
-def _object_url(value: str, what: str, *, local: bool = False) -> str:
-    """An input or output given as ``s3://bucket/key`` (or, with ``local``, an
-    absolute path every worker sees), checked."""
-    from eceb_worker.io.s3 import split_object_url
-
-    if local and not value.startswith("s3://"):
-        if not os.path.isabs(value):
-            raise click.UsageError(
-                f"{what}: {value!r} is a relative path; give an absolute path every worker sees "
-                "(or an s3://bucket/key URL)"
-            )
-        return value
-    role = "write it to" if what == "--out" else "read it from"
-    authority = value.split("/", 3)[2] if value.startswith("s3://") and value.count("/") >= 2 else ""
-    if "@" in authority or "?" in value or "#" in value:
-        raise click.UsageError(
-            f"{what}: an s3:// URL takes no credentials, query or fragment (credentials come from the "
-            "environment, as for boto3)"
-        )
-    try:
-        split_object_url(value)
-    except ValueError:
-        raise click.UsageError(f"{what} must be an s3://bucket/key URL: the workers {role} object storage") from None
-    return value
-
-
-def _check_submission(message: JobMessage) -> None:
-    """What can be told before queuing: the inputs in object storage exist
-    (every missing one named, :class:`InputError`), and the report can be
-    written under ``--out`` (:class:`~eceb_worker.errors.OutputError`)."""
-    from eceb_worker.io.s3 import ObjectStore
-
-    inputs = message.inputs
-    urls = [url for url in (inputs.benchmark, inputs.run, inputs.registry) if url.startswith("s3://")]
-    if not urls and not message.out:
-        return
-    store = ObjectStore(inputs.endpoint_url)
-    missing = [
-        Problem(
-            file=url,
-            message="cannot read: no such object" if store.bucket_exists(url) else "cannot read: no such bucket",
-        )
-        for url in urls
-        if not store.exists(url)
-    ]
-    if missing:
-        raise InputError(missing)
-    if message.out:
-        store.check_writable(message.out)
-
-
 def _submit(message: JobMessage, broker_url: str | None, result_backend: str | None, **fields: str) -> None:
     """Check what can be checked, queue the job and print its id."""
-    _check_submission(message)
+    check_submission(message)
     cluster = _cluster(broker_url, result_backend)
     cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)
     click.echo(message.job_id)
@@ -224,10 +156,12 @@ def submit(
         job_id=uuid.uuid4().hex,
         kind=JobKind.EVALUATE,
         inputs=JobInputs(
-            benchmark=_object_url(benchmark, "BENCHMARK"), run=_object_url(run, "RUN"), endpoint_url=endpoint_url
+            benchmark=object_argument(benchmark, "BENCHMARK"),
+            run=object_argument(run, "RUN"),
+            endpoint_url=endpoint_url,
         ),
-        corpus=StorageSpec(source=_corpus(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
-        out=_object_url(out, "--out"),
+        corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
+        out=object_argument(out, "--out"),
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
     )
@@ -267,9 +201,9 @@ def verify(
     message = JobMessage(
         job_id=uuid.uuid4().hex,
         kind=JobKind.VERIFY,
-        inputs=JobInputs(registry=_object_url(registry, "REGISTRY", local=True), endpoint_url=endpoint_url),
-        corpus=StorageSpec(source=_corpus(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
-        out=_object_url(out, "--out") if out else "",
+        inputs=JobInputs(registry=object_argument(registry, "REGISTRY", local=True), endpoint_url=endpoint_url),
+        corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
+        out=object_argument(out, "--out") if out else "",
         shard_bytes=shard_bytes,
         shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
@@ -288,7 +222,7 @@ def status(
     from eceb_worker.cluster.state import TERMINAL_PHASES
 
     cluster = _cluster(broker_url, result_backend)
-    state = _job(cluster, job_id)
+    state = job_state(cluster, job_id)
     if not watch:
         click.echo(status_line(job_id, state, cluster.store.failures(job_id)))
         for failure in cluster.store.failures(job_id):
@@ -301,7 +235,7 @@ def status(
         bar = tqdm(total=0, desc=job_id[:8], unit="shard", file=sys.stderr)
     last = ""
     while True:
-        state = _job(cluster, job_id)
+        state = job_state(cluster, job_id)
         done, total = shards(state)
         if bar is not None:
             bar.total = total
@@ -318,42 +252,6 @@ def status(
     if bar is not None:
         bar.close()
         click.echo(status_line(job_id, state, cluster.store.failures(job_id)))
-
-
-def _finished(cluster: Cluster, job_id: str, timeout: float | None) -> dict[str, str]:
-    from eceb_worker.cluster.state import TERMINAL_PHASES
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    state = _job(cluster, job_id)
-    while state.get("phase") not in TERMINAL_PHASES:
-        if deadline is not None and time.monotonic() >= deadline:
-            done, total = shards(state)
-            click.echo(
-                f"job {job_id} not finished within {timeout:g} s ({state.get('phase')}, {done}/{total} shards)",
-                err=True,
-            )
-            sys.exit(exit_codes.JOB_NOT_FINISHED)
-        time.sleep(_POLL_S)
-        found = cluster.store.get(job_id)
-        if found is None:
-            click.echo(
-                f"error: job {job_id} vanished from Redis while it ran (was the server restarted without "
-                "persistence?); no report was written",
-                err=True,
-            )
-            sys.exit(exit_codes.NO_SUCH_JOB)
-        state = found
-    return state
-
-
-def _passed_exit(state: dict[str, str]) -> None:
-    """Exit as the finished job's verdict says: 1 for failing tasks, 4 for a
-    corpus that did not verify; return when everything passed."""
-    if is_verification(state):
-        if not verification_of(state).ok:
-            sys.exit(exit_codes.VERIFICATION_FAILED)
-    elif state.get("passing_tasks") != state.get("total_tasks"):
-        sys.exit(exit_codes.TASKS_FAILED)
 
 
 @main.command()
@@ -375,7 +273,7 @@ def wait(
     from eceb_worker.render.text import verification_verdict
 
     cluster = _cluster(broker_url, result_backend)
-    state = _finished(cluster, job_id, timeout)
+    state = wait_until_ended(cluster, job_id, timeout)
     exit_for(job_id, state)
     if is_verification(state):
         report = verification_of(state)
@@ -385,7 +283,7 @@ def wait(
         click.echo(
             f"{state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report written to {state.get('out')}"
         )
-    _passed_exit(state)
+    exit_for_verdict(state)
 
 
 @main.command()
@@ -402,7 +300,7 @@ def result(
     if output is not None:
         check_writable(output)
     cluster = _cluster(broker_url, result_backend)
-    state = _job(cluster, job_id)
+    state = job_state(cluster, job_id)
     exit_for(job_id, state)
     if state.get("phase") != "done":
         done, total = shards(state)
@@ -410,7 +308,7 @@ def result(
         sys.exit(exit_codes.JOB_NOT_FINISHED)
     objects = None
     if state.get("out"):
-        from eceb_worker.io.s3 import ObjectStore
+        from eceb_worker.io.objects import ObjectStore
 
         objects = ObjectStore(endpoint(endpoint_url))
     data = result_bytes(job_id, state, objects)
@@ -428,7 +326,7 @@ def result(
             click.echo(
                 f"{state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report written to {output}"
             )
-    _passed_exit(state)
+    exit_for_verdict(state)
 
 
 @main.command()
@@ -438,7 +336,7 @@ def result(
 def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endpoint_url: str | None) -> None:
     """Cancel a job: its remaining shards are skipped and no report is written."""
     cluster = _cluster(broker_url, result_backend)
-    state = _job(cluster, job_id)
+    state = job_state(cluster, job_id)
     if not cluster.store.update(job_id, phase="cancelled"):
         ended = cluster.store.get(job_id) or state
         click.echo(f"job {job_id} already ended ({ended.get('phase')})")

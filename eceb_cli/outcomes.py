@@ -6,6 +6,7 @@ the digest the job recorded).
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -18,10 +19,24 @@ from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError
 
 if TYPE_CHECKING:
+    from eceb_worker.cluster.client import Cluster
     from eceb_worker.corpus.verification import VerificationReport
-    from eceb_worker.io.s3 import ObjectStore
+    from eceb_worker.io.objects import ObjectStore
 
-__all__ = ["exit_for", "is_verification", "result_bytes", "shards", "status_line", "verification_of"]
+__all__ = [
+    "exit_for",
+    "exit_for_verdict",
+    "is_verification",
+    "job_state",
+    "result_bytes",
+    "shards",
+    "status_line",
+    "verification_of",
+    "wait_until_ended",
+]
+
+_POLL_S = 0.2
+"""How often a job's state is read while waiting for it."""
 
 
 def is_verification(state: dict[str, str]) -> bool:
@@ -107,3 +122,50 @@ def result_bytes(job_id: str, state: dict[str, str], objects: ObjectStore | None
             f"{url}: no longer holds the report of job {job_id} (another job or writer replaced it; run the job again)"
         )
     return data
+
+
+def job_state(cluster: Cluster, job_id: str) -> dict[str, str]:
+    """The job's state; exit 7 (no such job) when it has none."""
+    state = cluster.store.get(job_id)
+    if state is None:
+        click.echo(f"error: no such job {job_id} (unknown, or expired)", err=True)
+        sys.exit(exit_codes.NO_SUCH_JOB)
+    return state
+
+
+def wait_until_ended(cluster: Cluster, job_id: str, timeout: float | None) -> dict[str, str]:
+    """The job's state once it ended; exit 75 when ``timeout`` (seconds)
+    passes first, 7 when the job vanishes meanwhile."""
+    from eceb_worker.cluster.state import TERMINAL_PHASES
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    state = job_state(cluster, job_id)
+    while state.get("phase") not in TERMINAL_PHASES:
+        if deadline is not None and time.monotonic() >= deadline:
+            done, total = shards(state)
+            click.echo(
+                f"job {job_id} not finished within {timeout:g} s ({state.get('phase')}, {done}/{total} shards)",
+                err=True,
+            )
+            sys.exit(exit_codes.JOB_NOT_FINISHED)
+        time.sleep(_POLL_S)
+        found = cluster.store.get(job_id)
+        if found is None:
+            click.echo(
+                f"error: job {job_id} vanished from Redis while it ran (was the server restarted without "
+                "persistence?); no report was written",
+                err=True,
+            )
+            sys.exit(exit_codes.NO_SUCH_JOB)
+        state = found
+    return state
+
+
+def exit_for_verdict(state: dict[str, str]) -> None:
+    """Exit as the finished job's verdict says: 1 for failing tasks, 4 for a
+    corpus that did not verify; return when everything passed."""
+    if is_verification(state):
+        if not verification_of(state).ok:
+            sys.exit(exit_codes.VERIFICATION_FAILED)
+    elif state.get("passing_tasks") != state.get("total_tasks"):
+        sys.exit(exit_codes.TASKS_FAILED)

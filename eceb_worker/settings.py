@@ -99,7 +99,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ECEB_TASK_MAX_RETRIES",
         "task_max_retries",
         3,
-        "retries of a shard whose storage failed as a whole (exponential back-off with jitter, up to 60 s)",
+        "retries of a cluster task whose storage failed as a whole (exponential back-off with jitter, up to 60 s)",
         _integer(0),
     ),
     Setting(

@@ -167,7 +167,7 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
     if message.out:
         if not store.update(job_id, phase=Phase.WRITING.value):
             return  # cancelled meanwhile
-        from eceb_worker.io.s3 import ObjectStore
+        from eceb_worker.io.objects import ObjectStore
 
         objects = ObjectStore(message.inputs.endpoint_url)
         objects.put_atomic(message.out, data)

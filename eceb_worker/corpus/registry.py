@@ -25,7 +25,7 @@ The same pass cuts the re-hash plan
 (:class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts in
 the file's line order, each shard a byte range of whole lines of the file,
 so that a worker can read and decode its own shard
-(:func:`registry_range_artifacts`).
+(:func:`~eceb_worker.corpus.lines.registry_range_artifacts`).
 """
 
 from __future__ import annotations
@@ -61,9 +61,7 @@ __all__ = [
     "Registry",
     "build_registry",
     "read_registry",
-    "registry_artifacts",
     "registry_lines",
-    "registry_range_artifacts",
     "scan_registry",
 ]
 
@@ -343,68 +341,3 @@ def _duplicates(keys: Iterator[bytes]) -> Iterator[tuple[int, str, int]]:
                 previous, first_line = value, number
                 continue
             yield number, msgspec.json.decode(value), first_line
-
-
-def registry_range_artifacts(data: bytes, shard: RehashShard, *, name: str) -> list[Artifact]:
-    """The artifacts (ECEB-0.1 §5) of a shard's byte range of a registry
-    already checked by :func:`scan_registry`; ``data`` is the range's bytes.
-
-    Raises :class:`InputError` naming the registry ``name`` when the bytes
-    do not hold exactly the shard's artifacts (the file changed since it was
-    checked, or the range is not the planned one).
-    """
-    block = Block(0, 1, data)
-    problems: list[tuple[int, Problem]] = []
-    artifacts, _numbers, _ends = decode_block(block, lines_of(block), 0, name, problems)
-    if problems or len(artifacts) != shard.count or (artifacts and artifacts[0].path != shard.first_path):
-        raise InputError(
-            [
-                Problem(
-                    file=name,
-                    message=(
-                        f"the lines of artifacts {shard.start}..{shard.end - 1} are not those the job checked "
-                        "(the registry changed?)"
-                    ),
-                )
-            ]
-        )
-    return artifacts
-
-
-class _ArtifactId(msgspec.Struct, gc=False):
-    """Just the id of an artifact line; the other fields are skipped unread."""
-
-    artifact_id: str
-
-
-_ID_DECODER: Final = msgspec.json.Decoder(_ArtifactId)
-
-
-def registry_artifacts(chunks: Iterable[bytes], wanted: AbstractSet[str]) -> dict[str, Artifact]:
-    """The artifacts (ECEB-0.1 §5) of a registry whose ids are in ``wanted``,
-    by id (an id the registry lacks is absent).
-
-    For a registry already checked (by :func:`scan_registry`, or pinned to a
-    version that was): lines that do not decode are skipped, nothing else is
-    checked. Memory is one chunk's lines plus the artifacts found.
-    """
-    found: dict[str, Artifact] = {}
-    for block, block_lines, block_first in artifact_blocks(chunks):
-        candidates = block_lines[block_first:]
-        part, lines, first = block, block_lines, block_first
-        try:
-            # Most lines are not wanted: read only their ids, and decode whole the lines that are.
-            ids = [line.artifact_id for line in _ID_DECODER.decode_lines(b"\n".join(candidates))]
-        except (msgspec.DecodeError, RecursionError):
-            ids = None
-        if ids is not None and len(ids) == len(candidates):
-            if wanted.isdisjoint(ids):
-                continue
-            chosen = [raw for raw, artifact_id in zip(candidates, ids, strict=True) if artifact_id in wanted]
-            part = Block(0, 1, b"\n".join(chosen))
-            lines, first = lines_of(part), 0
-        artifacts, _numbers, _ends = decode_block(part, lines, first, "", None)
-        for artifact in artifacts:
-            if artifact.artifact_id in wanted:
-                found.setdefault(artifact.artifact_id, artifact)
-    return found

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from eceb_worker.executors.helpers import HelperProcess
-from eceb_worker.pipeline.jobs import AnswerCallback, MapStage
+from eceb_worker.pipeline.jobs import AnswerCallback, MapStage, ThisProcess
 from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
 
@@ -54,6 +54,9 @@ class InProcessExecutor:
             helpers = len(tasks) - 1
         else:
             helpers = stage.single_core_bytes // HELPER_MIN_WORK_BYTES
+        helpers = max(0, min(helpers, self.workers - 1, len(tasks) - 1))
+        if helpers == 0:
+            return ThisProcess().map(stage, workspace, on_answer)
         return self._share(tasks, helpers, workspace, on_answer)
 
     def _share(
@@ -66,22 +69,15 @@ class InProcessExecutor:
         """Run every task once and return the answers in task order.
 
         This thread runs tasks taken from the end with ``workspace``; each of
-        up to ``helpers`` helper processes (capped by ``workers - 1`` and
-        ``len(tasks) - 1``) answers tasks taken from the start, fed by a
-        thread of its own. ``on_answer`` runs in this thread.
+        ``helpers`` helper processes answers tasks taken from the start, fed
+        by a thread of its own. ``on_answer`` runs in this thread.
         """
-        helpers = max(0, min(helpers, self.workers - 1, len(tasks) - 1))
         results: list[ShardAnswer | None] = [None] * len(tasks)
 
         def done(index: int, value: ShardAnswer) -> None:
             results[index] = value
             if on_answer is not None:
                 on_answer(value)
-
-        if helpers == 0:
-            for index, task in enumerate(tasks):
-                done(index, workspace.run(task))
-            return [r for r in results if r is not None]
 
         import queue
         import threading

@@ -21,7 +21,7 @@ from eceb_worker.io.files import map_input, read_input
 if TYPE_CHECKING:
     import mmap
 
-    from eceb_worker.io.s3 import ObjectStore
+    from eceb_worker.io.objects import ObjectStore
 
 __all__ = ["CHUNK_BYTES", "Location", "Locator"]
 
@@ -162,7 +162,7 @@ class Locator:
             if self._make_store is not None:
                 self._store = self._make_store()
             else:
-                from eceb_worker.io.s3 import ObjectStore
+                from eceb_worker.io.objects import ObjectStore
 
                 self._store = ObjectStore(self.endpoint_url)
         return self._store

@@ -1,6 +1,8 @@
 """S3-compatible object storage (AWS S3, MinIO, Ceph, ...): the client, the
-one mapping of botocore's errors to eceb's, the one way a broken read is
-retried, and single objects (inputs read, reports written atomically).
+one mapping of botocore's errors to eceb's, and the one way a broken read is
+retried. Single objects (inputs read, reports written atomically) are in
+:mod:`eceb_worker.io.objects`, a corpus under a prefix in
+:mod:`eceb_worker.io.s3_corpus`.
 
 Retries: every request is retried by botocore's ``standard`` mode
 (throttling, 5xx and connection errors, with back-off, up to
@@ -23,10 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import io
 import posixpath
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -47,11 +47,19 @@ from eceb_worker.errors import (
 
 __all__ = [
     "CHUNK_BYTES",
+    "FAILURES",
+    "MISSING_CODES",
+    "NO_SUCH_BUCKET",
+    "REQUEST_ERRORS",
     "STREAM_ATTEMPTS",
-    "ObjectStore",
+    "BrokenStream",
+    "ObjectChanged",
     "ResumableBody",
     "Role",
     "is_s3_url",
+    "check_endpoint",
+    "error_code",
+    "get_object",
     "make_s3_client",
     "object_sibling",
     "parse_s3_url",
@@ -74,9 +82,10 @@ READ_TIMEOUT_S: Final = 30
 """Seconds before a silent endpoint counts as unreachable (each attempt)."""
 
 _INVALID_ENDPOINT: Final = "invalid S3 endpoint URL (expected http[s]://host[:port])"
-_MISSING: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+MISSING_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+"""The S3 error codes of an object or bucket that does not exist."""
 _CHANGED: Final = frozenset({"PreconditionFailed", "412"})
-_NO_BUCKET: Final = "NoSuchBucket"
+NO_SUCH_BUCKET: Final = "NoSuchBucket"
 # The service refuses the credentials themselves: every request would fail alike.
 _CREDENTIALS_REJECTED: Final = frozenset(
     {
@@ -165,22 +174,27 @@ def _client_error(code: str, message: str, role: Role, where: str, path: str) ->
     if role is Role.LISTING:
         return StorageError(f"{where}: cannot list ({shown})")
     if role is Role.WRITING:
-        return OutputError(f"{where}: no such bucket" if code == _NO_BUCKET else f"{where}: cannot write ({shown})")
-    if code == _NO_BUCKET:
+        return OutputError(f"{where}: no such bucket" if code == NO_SUCH_BUCKET else f"{where}: cannot write ({shown})")
+    if code == NO_SUCH_BUCKET:
         return StorageError(f"{where}: no such bucket")
     if role is Role.READING:
-        if code in _MISSING:
+        if code in MISSING_CODES:
             return InputError([Problem(file=where, message="cannot read: no such object")])
         if code in _CHANGED:
             return InputError([Problem(file=where, message="changed while the job ran (its ETag differs)")])
         return StorageError(f"{where}: cannot read ({shown})")
-    if code in _MISSING:
+    if code in MISSING_CODES:
         return ArtifactMissing(path, "no such object")
     if code in _CREDENTIALS_REJECTED:
         return StorageError(f"{where}: the credentials were rejected ({code})")
     if code in _CHANGED:
         return ArtifactUnreadable(path, "changed while it was read")
     return ArtifactUnreadable(path, f"{shown}: {message}".strip())
+
+
+def error_code(exc: botocore.exceptions.ClientError) -> str:
+    """The S3 error code the service answered with (``""`` when none)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def check_endpoint(endpoint_url: str) -> None:
@@ -316,187 +330,3 @@ class ResumableBody:
     def close(self) -> None:
         """Close the connection's body."""
         self._body.close()
-
-
-class _RawBody(io.RawIOBase):
-    """A :class:`ResumableBody` as a raw binary stream; a failure is the eceb
-    error of reading an input (``url``)."""
-
-    def __init__(self, body: ResumableBody, url: str) -> None:
-        super().__init__()
-        self._body = body
-        self._url = url
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        try:
-            data = self._body.read(len(view))
-        except FAILURES as exc:
-            raise s3_error(exc, Role.READING, self._url) from None
-        view[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._body.close()
-        super().close()
-
-
-def _object(url: str, failure: type[EcebError]) -> tuple[str, str]:
-    """``(bucket, key)`` of an object URL; a malformed one is ``failure``."""
-    try:
-        return split_object_url(url)
-    except ValueError as exc:
-        if failure is InputError:
-            raise InputError([Problem(file=url, message=str(exc))]) from None
-        raise failure(str(exc)) from None
-
-
-class ObjectStore:
-    """Reads and writes whole objects, named ``s3://bucket/key``, through one
-    boto3 client. Raises ``StorageError`` at construction for a malformed
-    endpoint (never repeating it)."""
-
-    def __init__(self, endpoint_url: str | None = None, *, client: Any = None) -> None:
-        if client is None:
-            try:
-                client = make_s3_client(endpoint_url, concurrency=4)
-            except ValueError as exc:
-                raise StorageError(str(exc)) from None
-        self.client = client
-
-    def get(self, url: str, *, etag: str | None = None) -> tuple[bytes, str]:
-        """The object's bytes and ETag. With ``etag``, only that version is
-        accepted (a changed object is bad input).
-
-        Raises :class:`InputError` naming the object when it does not exist
-        or changed, ``StorageError`` when the storage cannot be used.
-        """
-        stream, found = self.open(url, etag=etag)
-        with stream:
-            return stream.read(), found
-
-    def open(
-        self, url: str, *, etag: str | None = None, buffer_bytes: int = CHUNK_BYTES
-    ) -> tuple[io.BufferedReader, str]:
-        """A stream of the object's bytes (read as they are consumed, never
-        held whole; a broken read resumes, :class:`ResumableBody`) and its
-        ETag. With ``etag``, only that version is accepted.
-
-        Raises :class:`InputError` naming the object when it does not exist
-        or changed, ``StorageError`` when the storage cannot be used; reading
-        the stream raises them too.
-        """
-        bucket, key = _object(url, InputError)
-        try:
-            body = ResumableBody(self.client, bucket, key, etag=etag)
-        except FAILURES as exc:
-            raise s3_error(exc, Role.READING, url) from None
-        return io.BufferedReader(_RawBody(body, url), buffer_size=buffer_bytes), body.etag
-
-    def get_range(self, url: str, start: int, end: int, *, etag: str | None = None) -> bytes:
-        """Bytes ``[start, end)`` of the object (one ranged GET; ``start < end``).
-        With ``etag``, only that version is accepted (a changed object is bad input).
-
-        Raises :class:`InputError` naming the object when it does not exist
-        or changed, ``StorageError`` when the storage cannot be used or the
-        object is shorter than ``end``; ValueError for an empty or negative range.
-        """
-        if not 0 <= start < end:
-            raise ValueError(f"not a byte range: [{start}, {end})")
-        bucket, key = _object(url, InputError)
-        extra = {"IfMatch": etag} if etag else {}
-        try:
-            response = self.client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **extra)
-            if etag and str(response.get("ETag", "")) != etag:
-                response["Body"].close()
-                raise ObjectChanged(key)
-            data: bytes = response["Body"].read()
-        except FAILURES as exc:
-            raise s3_error(exc, Role.READING, url) from None
-        if len(data) != end - start:
-            raise StorageError(f"{url}: asked for bytes {start}..{end - 1}, got {len(data)} bytes")
-        return data
-
-    def exists(self, url: str) -> bool:
-        """True when the object exists; raises ``StorageError`` when that cannot be told."""
-        bucket, key = _object(url, InputError)
-        try:
-            self.client.head_object(Bucket=bucket, Key=key)
-        except botocore.exceptions.ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING:
-                return False
-            raise s3_error(exc, Role.READING, url) from None
-        except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.READING, url) from None
-        return True
-
-    def bucket_exists(self, url: str) -> bool:
-        """True when the bucket of ``url`` exists; raises ``StorageError``
-        when that cannot be told (unreachable endpoint, access refused)."""
-        bucket, _ = _object(url, InputError)
-        try:
-            self.client.head_bucket(Bucket=bucket)
-        except botocore.exceptions.ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in {*_MISSING, _NO_BUCKET}:
-                return False
-            raise s3_error(exc, Role.READING, url) from None
-        except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.READING, url) from None
-        return True
-
-    def delete(self, url: str) -> None:
-        """Delete the object at ``url`` (nothing when there is none). Raises
-        :class:`OutputError` when it cannot be deleted."""
-        bucket, key = _object(url, OutputError)
-        try:
-            self.client.delete_object(Bucket=bucket, Key=key)
-        except REQUEST_ERRORS as exc:
-            raise _output_error(s3_error(exc, Role.WRITING, url)) from None
-
-    def check_writable(self, url: str) -> None:
-        """Check that an object can be written under ``url``'s bucket and
-        prefix, by writing and deleting an empty probe object beside it
-        (``.<name>.<random>.probe``). Raises :class:`OutputError` naming
-        ``url`` when it cannot (no such bucket, access denied, unreachable).
-        """
-        bucket, key = _object(url, OutputError)
-        directory, name = posixpath.split(key)
-        probe = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.probe")
-        try:
-            self.client.put_object(Bucket=bucket, Key=probe, Body=b"")
-            self.client.delete_object(Bucket=bucket, Key=probe)
-        except REQUEST_ERRORS as exc:
-            raise _output_error(s3_error(exc, Role.WRITING, url)) from None
-
-    def put_atomic(self, url: str, data: bytes) -> None:
-        """Write ``data`` under ``url`` so that a reader of ``url`` sees the old
-        object or the complete new one, never a part.
-
-        S3 has no rename: the bytes go to a temporary key beside the final one
-        (``.<name>.<random>.partial``), are copied to the final key in one
-        request, and the temporary object is deleted (also on failure).
-        Raises :class:`OutputError` when the object cannot be written,
-        ``StorageError`` when the endpoint cannot be reached.
-        """
-        bucket, key = _object(url, OutputError)
-        directory, name = posixpath.split(key)
-        temporary = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.partial")
-        try:
-            self.client.put_object(Bucket=bucket, Key=temporary, Body=data)
-            try:
-                self.client.copy_object(
-                    Bucket=bucket, Key=key, CopySource={"Bucket": bucket, "Key": temporary}, MetadataDirective="COPY"
-                )
-            finally:
-                self.client.delete_object(Bucket=bucket, Key=temporary)
-        except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.WRITING, url) from None
-
-
-def _output_error(error: EcebError) -> OutputError:
-    """``error`` as an :class:`OutputError` (an unreachable endpoint included)."""
-    return error if isinstance(error, OutputError) else OutputError(str(error))

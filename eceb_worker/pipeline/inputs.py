@@ -21,8 +21,9 @@ import msgspec
 
 from eceb_worker.core.decoding import decode_document, decode_lenient
 from eceb_worker.corpus.artifacts import Artifact
+from eceb_worker.corpus.lines import registry_artifacts
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
-from eceb_worker.corpus.registry import KEEP_ALL, Registry, registry_artifacts, scan_registry
+from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems

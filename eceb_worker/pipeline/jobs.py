@@ -65,6 +65,7 @@ __all__ = [
     "Finished",
     "Job",
     "MapStage",
+    "ThisProcess",
     "evaluate",
     "run_job",
     "verify_corpus",
@@ -168,6 +169,7 @@ class Job:
         message = self.message
         inputs = message.inputs
         locator = self.workspace.locator(inputs.endpoint_url)
+        prepared = None
         if message.kind is JobKind.VERIFY:
             location = locator.locate(inputs.registry)
             registry = load_registry(location, keep=frozenset(), shard_bytes=message.shard_bytes)
@@ -177,9 +179,10 @@ class Job:
                 inputs.benchmark, inputs.run, locator, keep=frozenset(), shard_bytes=message.shard_bytes
             )
             registry, place = checked.registry, checked.registry_location
+            prepared = Prepared.of(checked.benchmark, checked.run)
         inputs = msgspec.structs.replace(inputs, registry=place, etags=tuple(sorted(locator.etags.items())))
-        if message.kind is JobKind.EVALUATE:
-            self.workspace.remember(inputs, Prepared.of(checked.benchmark, checked.run))
+        if prepared is not None:
+            self.workspace.remember(inputs, prepared)
         self.message = msgspec.structs.replace(message, inputs=inputs)
         return registry, place
 
@@ -279,12 +282,19 @@ def run_job(job: Job, executor: Executor, *, on_answer: AnswerCallback | None = 
     return step
 
 
-def _executor(executor: Executor | None) -> Executor:
-    if executor is not None:
-        return executor
-    from eceb_worker.executors.inprocess import InProcessExecutor
+class ThisProcess:
+    """The simplest :class:`Executor`: every task in this process, in order
+    (the embedded executor without helper processes)."""
 
-    return InProcessExecutor()
+    def map(self, stage: MapStage, workspace: Workspace, on_answer: AnswerCallback | None = None) -> list[ShardAnswer]:
+        """Run every task of ``stage`` with ``workspace``; answers in task order."""
+        answers = []
+        for task in stage.tasks:
+            answer = workspace.run(task)
+            answers.append(answer)
+            if on_answer is not None:
+                on_answer(answer)
+        return answers
 
 
 def verify_corpus(
@@ -297,7 +307,7 @@ def verify_corpus(
     registry_location: str = "",
 ) -> VerificationReport:
     """Re-hash every artifact of a held ``registry`` from the storage of
-    ``corpus`` (ECEB-0.1 §5), on ``executor`` (by default this process alone).
+    ``corpus`` (ECEB-0.1 §5), on ``executor`` (by default :class:`ThisProcess`).
 
     Returns the report (``report.ok`` tells whether the corpus verified).
     Raises ``StorageError`` when the storage as a whole fails.
@@ -309,7 +319,7 @@ def verify_corpus(
         shard_bytes=shard_bytes,
         shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
-    finished = run_job(Job(message, held=Held(registry=registry)), _executor(executor), on_answer=on_answer)
+    finished = run_job(Job(message, held=Held(registry=registry)), executor or ThisProcess(), on_answer=on_answer)
     assert finished.verification is not None
     return finished.verification
 
@@ -340,6 +350,6 @@ def evaluate(
         shard_observations=shard_observations,
     )
     held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
-    finished = run_job(Job(message, held=held), _executor(executor), on_answer=on_answer)
+    finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)
     assert finished.report is not None and finished.verification is not None
     return finished.report, finished.verification

@@ -14,7 +14,7 @@ from eceb_worker.corpus.rules import RulesFile, classify_all
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.io.storage import shared_storage
-from eceb_worker.pipeline.jobs import AnswerCallback, Executor, MapStage
+from eceb_worker.pipeline.jobs import AnswerCallback, Executor, MapStage, ThisProcess
 from eceb_worker.pipeline.messages import HashAnswer, HashTask, ShardTask, Stage
 from eceb_worker.pipeline.shards import Workspace
 
@@ -41,10 +41,7 @@ def register_corpus(
     leading out of the corpus) and every unreadable file; ``StorageError``
     when the storage as a whole fails.
     """
-    if executor is None:
-        from eceb_worker.executors.inprocess import InProcessExecutor
-
-        executor = InProcessExecutor()
+    executor = executor or ThisProcess()
     storage = shared_storage(corpus)
     location = storage.location
     problems: list[Problem] = []

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.corpus.registry import Registry, registry_range_artifacts
+from eceb_worker.corpus.lines import registry_range_artifacts
+from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.verification import hash_outcomes, shard_verification
 from eceb_worker.families.eceb.benchmark import Benchmark, Task
 from eceb_worker.families.eceb.run_index import IndexedRun
@@ -38,7 +39,7 @@ from eceb_worker.pipeline.messages import (
 )
 
 if TYPE_CHECKING:
-    from eceb_worker.io.s3 import ObjectStore
+    from eceb_worker.io.objects import ObjectStore
 
 __all__ = ["Held", "Prepared", "Workspace"]
 
@@ -114,7 +115,7 @@ class Workspace:
     def _store(self, endpoint_url: str | None) -> ObjectStore:
         store = self._stores.get(endpoint_url)
         if store is None:
-            from eceb_worker.io.s3 import ObjectStore
+            from eceb_worker.io.objects import ObjectStore
 
             store = self._stores[endpoint_url] = ObjectStore(endpoint_url)
         return store

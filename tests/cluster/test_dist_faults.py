@@ -29,7 +29,7 @@ import redis
 
 from eceb_cli import exit_codes
 from eceb_worker.cluster.app import QUEUE, make_app
-from eceb_worker.io.s3 import ObjectStore
+from eceb_worker.io.objects import ObjectStore
 from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers, running_redis
 from tests.support.relays import RefusingRelay, StallingRelay

@@ -21,7 +21,7 @@ import redis
 from eceb_cli import exit_codes
 from eceb_worker.cluster.state import JobStore
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.io.s3 import ObjectStore
+from eceb_worker.io.objects import ObjectStore
 from eceb_worker.pipeline.inputs import check_inputs
 from tests.support.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers

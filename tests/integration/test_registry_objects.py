@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from eceb_worker.corpus.registry import registry_range_artifacts
+from eceb_worker.corpus.lines import registry_range_artifacts
 from eceb_worker.errors import InputError, StorageError
 from eceb_worker.io.locations import Locator
-from eceb_worker.io.s3 import ObjectStore
+from eceb_worker.io.objects import ObjectStore
 from eceb_worker.pipeline.inputs import check_inputs
 from tests.support.paths import REPO
 from tests.support.relays import CuttingRelay

@@ -277,3 +277,32 @@ def test_provenance_coverage_is_the_lowest_repetition_share() -> None:
     ]
     result = evaluate(baseline(the_task=t) + group, the_task=t)
     assert next(g for g in result.groups if g.budget == 100).provenance_coverage_bps == 5000
+
+
+def test_every_gate_is_a_named_rule_in_one_table() -> None:
+    """A gate's name, its report order and its rule live in GATES alone."""
+    from typing import get_args
+
+    from eceb_worker.families.eceb.gates import GATE_ORDER, GATES, GroupGate, TaskCheck
+    from eceb_worker.families.eceb.verdicts import GateName
+
+    assert [gate.name for gate in GATES] == sorted((g.name for g in GATES), key=lambda n: GATE_ORDER[n])
+    assert {gate.name for gate in GATES} == set(get_args(GateName))
+    assert len({gate.name for gate in GATES}) == len(GATES)
+    assert [g.name for g in GATES if isinstance(g, GroupGate)] == [
+        "repetitions",
+        "budget",
+        "quality",
+        "answer_terms",
+        "provenance",
+        "policy",
+        "repeatability",
+    ]
+    assert {g.name for g in GATES if isinstance(g, TaskCheck)} == {
+        "baseline_missing",
+        "compiled_missing",
+        "comparability",
+        "baseline_zero_tokens",
+        "no_viable_budget",
+    }
+    assert all(callable(g.rule) and g.rule.__doc__ and g.section.startswith("§") for g in GATES)

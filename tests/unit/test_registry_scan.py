@@ -16,13 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eceb_worker.corpus.lines import registry_artifacts, registry_range_artifacts
 from eceb_worker.corpus.planning import RehashShard, plan_rehash
 from eceb_worker.corpus.registry import (
     KEEP_ALL,
     Registry,
     read_registry,
-    registry_artifacts,
-    registry_range_artifacts,
     scan_registry,
 )
 from eceb_worker.errors import InputError

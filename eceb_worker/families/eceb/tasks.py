@@ -17,15 +17,9 @@ import msgspec
 from eceb_worker.core.arithmetic import savings_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
-from eceb_worker.families.eceb.gates import (
-    GATE_ORDER,
-    Assertion,
-    GroupResult,
-    TaskView,
-    evaluate_group,
-    task_assertions,
-)
+from eceb_worker.families.eceb.gates import GATE_ORDER, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
+from eceb_worker.families.eceb.verdicts import Assertion, GroupResult
 
 __all__ = ["STRATEGY_ORDER", "TaskEvidence", "TaskResult", "evaluate_task", "quality_threshold"]
 

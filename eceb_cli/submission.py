@@ -1,0 +1,88 @@
+"""What ``eceb-dist`` checks of a job before it queues it: its locations
+(usage errors, naming the option), and that its inputs exist and its
+output can be written (as ``eceb evaluate`` would report them).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import click
+
+from eceb_worker.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from eceb_worker.pipeline.messages import JobMessage
+
+__all__ = ["check_submission", "corpus_argument", "object_argument"]
+
+
+def corpus_argument(value: str) -> str:
+    """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
+    (it is stored in the job's state and shown by ``status``); a directory is
+    an absolute path (workers resolve it, not the submitter)."""
+    from eceb_worker.io.s3 import is_s3_url, parse_s3_url
+
+    if is_s3_url(value):
+        try:
+            parse_s3_url(value)
+        except ValueError as exc:
+            raise click.UsageError(f"--corpus: {exc}") from None
+    elif not os.path.isabs(value):
+        raise click.UsageError(
+            f"--corpus: {value!r} is a relative path; give the directory as an absolute path every worker sees "
+            "(or an s3://bucket/prefix URL)"
+        )
+    return value
+
+
+def object_argument(value: str, what: str, *, local: bool = False) -> str:
+    """An input or output given as ``s3://bucket/key`` (or, with ``local``, an
+    absolute path every worker sees), checked."""
+    from eceb_worker.io.s3 import split_object_url
+
+    if local and not value.startswith("s3://"):
+        if not os.path.isabs(value):
+            raise click.UsageError(
+                f"{what}: {value!r} is a relative path; give an absolute path every worker sees "
+                "(or an s3://bucket/key URL)"
+            )
+        return value
+    role = "write it to" if what == "--out" else "read it from"
+    authority = value.split("/", 3)[2] if value.startswith("s3://") and value.count("/") >= 2 else ""
+    if "@" in authority or "?" in value or "#" in value:
+        raise click.UsageError(
+            f"{what}: an s3:// URL takes no credentials, query or fragment (credentials come from the "
+            "environment, as for boto3)"
+        )
+    try:
+        split_object_url(value)
+    except ValueError:
+        raise click.UsageError(f"{what} must be an s3://bucket/key URL: the workers {role} object storage") from None
+    return value
+
+
+def check_submission(message: JobMessage) -> None:
+    """What can be told before queuing: the inputs in object storage exist
+    (every missing one named, :class:`InputError`), and the report can be
+    written under ``--out`` (:class:`~eceb_worker.errors.OutputError`)."""
+    from eceb_worker.io.objects import ObjectStore
+
+    inputs = message.inputs
+    urls = [url for url in (inputs.benchmark, inputs.run, inputs.registry) if url.startswith("s3://")]
+    if not urls and not message.out:
+        return
+    store = ObjectStore(inputs.endpoint_url)
+    missing = [
+        Problem(
+            file=url,
+            message="cannot read: no such object" if store.bucket_exists(url) else "cannot read: no such bucket",
+        )
+        for url in urls
+        if not store.exists(url)
+    ]
+    if missing:
+        raise InputError(missing)
+    if message.out:
+        store.check_writable(message.out)

@@ -1,0 +1,174 @@
+"""The architecture, checked mechanically over the source: layers import
+only from layers before them, no two modules import each other in a cycle,
+and the pure layers perform no I/O, start no thread or process, and import
+no service client."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import REPO
+
+LAYERS = (
+    ("eceb_worker", "eceb_worker.errors", "eceb_worker.settings"),
+    ("eceb_worker.core",),
+    ("eceb_worker.corpus",),
+    ("eceb_worker.families",),
+    ("eceb_worker.documents", "eceb_worker.render"),
+    ("eceb_worker.io",),
+    ("eceb_worker.pipeline",),
+    ("eceb_worker.executors",),
+    ("eceb_worker.cluster",),
+    ("eceb_cli",),
+)
+"""Each layer may import from itself and the layers before it, never after."""
+
+PURE = ("eceb_worker.core", "eceb_worker.corpus", "eceb_worker.families", "eceb_worker.render")
+"""Packages that perform no I/O: they get bytes, streams of chunks or
+adapters (Protocols) from their callers."""
+
+SERVICE_CLIENTS = {"celery", "kombu", "redis", "boto3", "botocore", "s3transfer", "click"}
+IO_AND_CONCURRENCY = {
+    "os",
+    "io",
+    "pathlib",
+    "tempfile",
+    "shutil",
+    "mmap",
+    "socket",
+    "subprocess",
+    "threading",
+    "concurrent",
+    "multiprocessing",
+    "asyncio",
+    "signal",
+    "urllib.request",
+    "http",
+}
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in ("eceb_worker", "eceb_cli"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def imports(path: Path) -> Iterator[tuple[str, int]]:
+    """Every module ``path`` imports at run time (``if TYPE_CHECKING:`` blocks
+    left out), anywhere in the file, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for inner in node.body for child in ast.walk(inner))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, node.lineno
+
+
+def layer_of(module: str) -> int:
+    best = -1
+    for index, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if module == prefix or module.startswith(prefix + "."):
+                best = index if prefix != "eceb_worker" or module in layer else best
+    return best
+
+
+def own(module: str) -> bool:
+    return module.split(".")[0] in ("eceb_worker", "eceb_cli")
+
+
+@pytest.mark.parametrize(("module", "path"), list(modules()), ids=lambda value: str(value))
+def test_no_import_from_a_later_layer(module: str, path: Path) -> None:
+    mine = layer_of(module)
+    assert mine >= 0, f"{module} belongs to no layer: add it to LAYERS"
+    later = [
+        f"line {line}: {target} (layer {layer_of(target)})"
+        for target, line in imports(path)
+        if own(target) and layer_of(target) > mine
+    ]
+    assert not later, f"{module} (layer {mine}) imports from later layers: {later}"
+
+
+def test_no_import_cycle_between_modules() -> None:
+    known = dict(modules())
+    graph = {module: {t for t, _ in imports(path) if t in known and t != module} for module, path in known.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target) :] + [target]
+                pytest.fail(f"import cycle: {' -> '.join(cycle)}")
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+@pytest.mark.parametrize(
+    ("module", "path"), [(m, p) for m, p in modules() if m.startswith(PURE)], ids=lambda value: str(value)
+)
+def test_pure_layers_import_no_io_thread_process_or_service_module(module: str, path: Path) -> None:
+    forbidden = [
+        f"line {line}: {target}"
+        for target, line in imports(path)
+        if any(target == name or target.startswith(name + ".") for name in SERVICE_CLIENTS | IO_AND_CONCURRENCY)
+    ]
+    assert not forbidden, f"{module} is pure but imports {forbidden}"
+
+
+def test_pure_layers_pull_in_no_service_client() -> None:
+    """Importing every pure module, in a fresh interpreter, loads no service
+    client, not even through a library."""
+    pure = [module for module, _ in modules() if module.startswith(PURE)]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {pure!r}: importlib.import_module(name)\n"
+        f"print(sorted({{n.split('.')[0] for n in sys.modules}} & {SERVICE_CLIENTS!r}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert result.stdout.strip() == "[]"
+
+
+def test_modules_stay_readable() -> None:
+    """No module over 400 lines."""
+    long = {module: n for module, path in modules() if (n := len(path.read_text().splitlines())) > 400}
+    assert not long, long
+
+
+def test_every_setting_is_in_the_settings_table_and_its_page() -> None:
+    """The environment is read in settings.py alone, and docs/SETTINGS.md lists every variable it reads."""
+    from eceb_worker.settings import SETTINGS
+
+    readers = [
+        f"{module} line {line}"
+        for module, path in modules()
+        if module != "eceb_worker.settings"
+        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "os.environ.get(" in text or "os.getenv(" in text or "envvar=" in text
+    ]
+    assert not readers, f"environment read outside eceb_worker.settings: {readers}"
+    page = (REPO / "docs" / "SETTINGS.md").read_text(encoding="utf-8")
+    listed = [line.split("`")[1] for line in page.splitlines() if line.startswith("| `")]
+    assert listed == [setting.name for setting in SETTINGS]
