@@ -1,4 +1,4 @@
-"""Scale benchmark: re-hashing in-process and on 1 and 2 Celery workers; coordinator memory.
+"""Scale benchmark: a verification job on 1 and 2 Celery workers against in-process re-hashing; coordinator memory.
 
 Usage::
 
@@ -14,51 +14,64 @@ files whose sizes are lognormal around ``--median-bytes`` with shape
 ``$TMPDIR/eceb-bench-distributed``) and registered with eceb's own
 ``register_corpus``; both are reused when the parameters match. The script
 then starts a ``redis-server`` on a free port of 127.0.0.1 and two Celery
-workers (``--concurrency 1``, through ``tests/redis_server.py``), worker
-``i`` and its pool process pinned to CPU ``i`` (``--no-pin``: not pinned) so
-that "1 worker" means one core: BLAKE3 would otherwise hash every file of
-1 MiB or more on all cores in one worker. In each of ``--rounds`` rounds it
-times ``--runs`` re-hashes of the whole corpus at the default shard size,
-and ``--tiny-runs`` at ``--tiny-shard-bytes`` (many more tasks: the per-task
-overhead is the extra time divided by the extra tasks), each
-``verify_corpus`` with the registry already loaded, by:
+workers (``--concurrency 1``, through ``tests/support/redis_server.py``),
+worker ``i`` and its pool process pinned to CPU ``i`` (``--no-pin``: not
+pinned) so that "1 worker" means one core: BLAKE3 would otherwise hash every
+file of 1 MiB or more on all cores in one worker. In each of ``--rounds``
+rounds it times ``--runs`` verifications of the whole corpus at each
+executor's default shard size, and ``--tiny-runs`` at ``--tiny-shard-bytes``
+(many more tasks: the per-task overhead is the extra time divided by the
+extra tasks), by:
 
-* the in-process executor, as ``eceb corpus verify`` runs it (one worker per
-  core: this process plus helper processes for small files, BLAKE3 on all
-  cores for large files), in a fresh subprocess after an untimed warm-up;
+* the in-process executor, as ``eceb corpus verify`` runs it after start-up
+  (``load_registry``, then ``verify_corpus`` with ``InProcessExecutor``, one
+  worker per core: this process plus helper processes for small files,
+  BLAKE3 on all cores for large files; 64 MiB-equivalent shards,
+  ``DEFAULT_SHARD_BYTES``), in a fresh subprocess after an untimed warm-up;
 * the in-process executor with one worker pinned to the first CPU (a
   one-core reference), likewise;
-* ``CeleryExecutor`` with 1 worker and with 2, in turn (worker 2 stops and
-  resumes consuming the queue by Celery's remote control), so that both see
-  the same machine conditions; one untimed warm-up run after the workers start.
-  As configured by default (consecutive shards sent together as tasks of up
-  to ``DEFAULT_TASK_BYTES``, told how many workers consume), and with one task
-  per shard (for comparison; the tiny-shard runs use only this).
+* a verification job on the cluster, as ``eceb-dist verify REGISTRY --corpus
+  DIR [--shard-bytes N]`` submits it (a ``JobMessage`` of kind ``VERIFY``,
+  ``Cluster.submit``; 256 MiB-equivalent shards by default,
+  ``DEFAULT_TASK_BYTES``, each shard one Celery task), with 1 worker and with
+  2, in turn (worker 2 stops and resumes consuming the queue by Celery's
+  remote control), so that both see the same machine conditions; one untimed
+  warm-up job per shard size after the workers start. A job is timed from
+  its submission until its state in Redis reaches ``done`` (polled every
+  ``POLL_S``); it includes the coordinating steps (``eceb.coordinate``:
+  scanning and checking the registry, planning; ``eceb.job_verified``: the
+  reduce), and each shard task reads and decodes its own lines of the
+  registry. Its verification report (the state's ``verification`` field)
+  must be byte for byte the in-process one.
 
-The page cache is warm for every timed run (``fincore`` shows how much of
-the corpus is resident). The coordinator (this process) and Redis are not
-pinned. Prints, per configuration, the best time, the median and the range,
-MB/s (10^6 bytes/s) and files/s of the best; the speedup of 2 workers over
-1; the ratio of Celery's speed to the in-process executor's; and the
-per-task overhead with where its CPU time goes (coordinator, Redis, worker
-main process, worker pool process).
+Every in-process run includes reading and checking the registry, as the
+job does (the share it takes is printed). The page cache is warm for every
+timed run (``fincore`` shows how much of the corpus is resident). This
+process (the submitter) and Redis are not pinned. Prints, per
+configuration, the best time, the median and the range, MB/s (10^6
+bytes/s) and files/s of the best; the speedup of 2 workers over 1; the
+ratio of the job's speed to the in-process executor's; and the per-task
+overhead with where its CPU time goes (the submitter, Redis, worker main
+process, worker pool process).
 
 Coordinator memory. For each ``--artifacts`` count, ``measure`` of
 ``benchmarks/coordinator_memory.py`` (its synthetic registry of that many
 artifacts, no files, in corpus-root order) runs, each in a fresh interpreter,
-the distributed job's coordinating steps as they are now (``eceb.coordinate``,
-``eceb.job_verified``, ``eceb.job_finish``: planning, shard messages, the
-reduce of one answer per shard), then, for comparison, ``load_inputs``
-decoding the registry whole; it prints seconds, RSS and peak RSS (``VmHWM``)
-after each stage.
+the distributed job's coordinating steps (``eceb.coordinate``,
+``eceb.job_verified``, ``eceb.job_finish``: checking the inputs with the
+registry scanned as a stream, one ``RehashTask`` per shard, the reduce of one
+answer per shard), then, for comparison, ``check_inputs`` keeping every
+artifact (the registry held whole); it prints seconds, RSS and peak RSS
+(``VmHWM``) after each stage.
 
-Targets: 2 workers >= 1.8x the speed of 1 worker; Celery within 5 % of the
-in-process executor at the default shard size (speed ratio >= 0.95); the
-coordinator <= 1 GB (GiB) peak RSS for 10,000,000 artifacts. Measures and
-reports; exits 0 whether or not the targets are met.
+Targets: 2 workers >= 1.8x the speed of 1 worker; the job on 2 workers
+within 5 % of the in-process executor at the default shard sizes (speed
+ratio >= 0.95); the coordinator <= 1 GB (GiB) peak RSS for 10,000,000
+artifacts. Measures and reports; exits 0 whether or not the targets are met
+(a verification that fails or a report that differs is an error).
 
-``--quick``: a 256 MiB corpus of 2,000 files, one round, 100,000 artifacts
-(under 30 s), for smoke testing.
+``--quick``: a 256 MiB corpus of 2,000 files, 256 KiB tiny shards, one
+round, 100,000 artifacts (under 30 s), for smoke testing.
 """
 
 from __future__ import annotations
@@ -74,6 +87,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,22 +100,31 @@ from synthetic import (
     log,
 )
 
-from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES, DEFAULT_TASK_BYTES, group_shards, plan_rehash
+from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES, DEFAULT_TASK_BYTES, plan_rehash
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
 MIB = 1024**2
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TARGET_SPEEDUP = 1.8
-TARGET_CELERY_RATIO = 0.95
+TARGET_JOB_RATIO = 0.95
 TARGET_COORDINATOR_MIB = 1024
+POLL_S = 0.002
+"""How often the submitter reads the job's phase in Redis while it waits (one HGET)."""
+JOB_TIMEOUT_S = 3600
+SETTLE_S = 0.02
+SETTLE_MAX_S = 2.0
+KINDS = ("default", "tiny")
+"""A timed run's shard size: the executor's default, or ``--tiny-shard-bytes``."""
 
 
 # --------------------------------------------------------------------------- in-process runs (child)
 
 
 def inprocess_child(params: dict[str, Any]) -> None:
-    """Time ``verify_corpus`` with the in-process executor; prints JSON samples.
+    """Time ``load_registry`` + ``verify_corpus`` with the in-process executor
+    (what ``eceb corpus verify`` does after start-up); prints JSON: the samples
+    and the verification report.
 
     Runs in a fresh interpreter so that pinning (``cpu``) holds for BLAKE3's
     thread pool too: its threads are created on first use, with the
@@ -109,34 +132,42 @@ def inprocess_child(params: dict[str, Any]) -> None:
     """
     if params["cpu"] is not None:
         os.sched_setaffinity(0, {params["cpu"]})
-    from eceb_worker.pipeline.inputs import load_registry
-from eceb_worker.pipeline.jobs import verify_corpus
-    from eceb_worker.executors import InProcessExecutor
     from eceb_worker.corpus.storage import StorageSpec
+    from eceb_worker.corpus.verification import encode_verification
+    from eceb_worker.executors import InProcessExecutor
+    from eceb_worker.pipeline.inputs import load_registry
+    from eceb_worker.pipeline.jobs import verify_corpus
 
-    registry = load_registry(Path(params["registry"]))
+    path = Path(params["registry"])
     spec = StorageSpec(source=params["files"])
     executor = InProcessExecutor(params["workers"])
-    verify_corpus(registry, spec, executor=executor)  # warm-up: page cache, imports, BLAKE3 pool
+    registry = load_registry(path)
+    report = verify_corpus(registry, spec, executor=executor)  # warm-up: page cache, imports, BLAKE3 pool
+    encoded = encode_verification(report)
     samples: list[dict[str, Any]] = []
     for shard_bytes in params["sequence"]:
         before = _rusage()
         started = time.perf_counter()
+        registry = load_registry(path)
+        loaded = time.perf_counter()
         report = verify_corpus(registry, spec, executor=executor, shard_bytes=shard_bytes)
         seconds = time.perf_counter() - started
         after = _rusage()
         if not report.ok or report.verified_count != len(registry.artifacts):
             raise RuntimeError(f"verification failed: {len(report.findings)} findings")
+        if encode_verification(report) != encoded:
+            raise RuntimeError(f"the verification report at {shard_bytes:,}-byte shards differs from the first")
         samples.append(
             {
                 "shard_bytes": shard_bytes,
                 "seconds": seconds,
+                "load_seconds": loaded - started,
                 "shards": len(plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=shard_bytes)),
                 "cpu_self": after[0] - before[0],
                 "cpu_helpers": after[1] - before[1],
             }
         )
-    print(json.dumps(samples))
+    print(json.dumps({"samples": samples, "verification": encoded.decode()}))
 
 
 def _rusage() -> tuple[float, float]:
@@ -150,52 +181,61 @@ def _rusage() -> tuple[float, float]:
 
 @dataclass
 class Sample:
-    """One timed run: wall seconds, units handed out (shards in-process, tasks on Celery), CPU seconds by process."""
+    """One timed run: wall seconds, units handed out (shards in-process, shard
+    tasks on the cluster), CPU seconds by process, and the seconds spent
+    reading and checking the registry (in-process only)."""
 
     seconds: float
     shards: int
     cpu: dict[str, float] = field(default_factory=dict)
+    load_seconds: float | None = None
 
 
 @dataclass
 class Config:
-    """One executor set-up: its samples per shard size."""
+    """One executor set-up: its shard size and samples per kind of run (``default``, ``tiny``)."""
 
     name: str
     label: str
-    samples: dict[int, list[Sample]] = field(default_factory=dict)
+    shard_bytes: dict[str, int]
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
 
-    def add(self, shard_bytes: int, sample: Sample) -> None:
-        self.samples.setdefault(shard_bytes, []).append(sample)
+    def add(self, kind: str, sample: Sample) -> None:
+        self.samples.setdefault(kind, []).append(sample)
 
-    def best(self, shard_bytes: int) -> Sample | None:
-        found = self.samples.get(shard_bytes)
+    def best(self, kind: str) -> Sample | None:
+        found = self.samples.get(kind)
         return min(found, key=lambda s: s.seconds) if found else None
 
-    def seconds_range(self, shard_bytes: int) -> tuple[float, float] | None:
-        found = self.samples.get(shard_bytes)
+    def seconds_range(self, kind: str) -> tuple[float, float] | None:
+        found = self.samples.get(kind)
         return (min(s.seconds for s in found), max(s.seconds for s in found)) if found else None
 
-    def median(self, shard_bytes: int) -> float | None:
-        found = self.samples.get(shard_bytes)
+    def median(self, kind: str) -> float | None:
+        found = self.samples.get(kind)
         return statistics.median(s.seconds for s in found) if found else None
 
-    def mean_cpu(self, shard_bytes: int) -> dict[str, float]:
-        found = self.samples.get(shard_bytes) or []
+    def median_load(self, kind: str) -> float | None:
+        found = [s.load_seconds for s in self.samples.get(kind, []) if s.load_seconds is not None]
+        return statistics.median(found) if found else None
+
+    def mean_cpu(self, kind: str) -> dict[str, float]:
+        found = self.samples.get(kind) or []
         keys = {k for s in found for k in s.cpu}
         return {k: statistics.fmean(s.cpu.get(k, 0.0) for s in found) for k in sorted(keys)}
 
 
 def run_inprocess(
-    corpus: SyntheticCorpus, workers: int, cpu: int | None, sequence: list[int]
-) -> list[tuple[int, Sample]]:
-    """``(shard_bytes, sample)`` of each timed run, from a fresh subprocess (see :func:`inprocess_child`)."""
+    corpus: SyntheticCorpus, workers: int, cpu: int | None, sequence: list[str], shard_bytes: dict[str, int]
+) -> tuple[list[tuple[str, Sample]], str]:
+    """``(kind, sample)`` of each timed run, from a fresh subprocess (see
+    :func:`inprocess_child`), and the verification report it printed."""
     params = {
         "registry": str(corpus.registry),
         "files": str(corpus.files),
         "workers": workers,
         "cpu": cpu,
-        "sequence": sequence,
+        "sequence": [shard_bytes[kind] for kind in sequence],
     }
     done = subprocess.run(
         [sys.executable, __file__, "--inprocess-child", json.dumps(params)],
@@ -203,13 +243,20 @@ def run_inprocess(
         stdout=subprocess.PIPE,
         text=True,
     )
-    return [
+    found = json.loads(done.stdout)
+    samples = [
         (
-            s["shard_bytes"],
-            Sample(s["seconds"], s["shards"], {"in-process": s["cpu_self"], "helpers": s["cpu_helpers"]}),
+            kind,
+            Sample(
+                s["seconds"],
+                s["shards"],
+                {"in-process": s["cpu_self"], "helpers": s["cpu_helpers"]},
+                s["load_seconds"],
+            ),
         )
-        for s in json.loads(done.stdout)
+        for kind, s in zip(sequence, found["samples"], strict=True)
     ]
+    return samples, found["verification"]
 
 
 def _proc_times(pid: int) -> tuple[float, float]:
@@ -234,9 +281,10 @@ def _cpus_allowed(pid: int) -> str:
 
 
 class CpuMeter:
-    """CPU seconds so far of this process (the coordinator), Redis, and the
-    workers' main and pool processes (a pool process replaced meanwhile is
-    counted through its parent's reaped-children times)."""
+    """CPU seconds so far of this process (the submitter: submitting, polling),
+    Redis, and the workers' main and pool processes (a pool process replaced
+    meanwhile is counted through its parent's reaped-children times). The
+    job's coordinating steps run in the pool processes."""
 
     def __init__(self, redis_client: Any, workers: Sequence[Any]) -> None:
         self.redis = redis_client
@@ -253,41 +301,89 @@ class CpuMeter:
             for child in group.pool_processes():
                 pool += _proc_times(child)[0]
         return {
-            "coordinator": time.process_time(),
+            "submitter": time.process_time(),
             "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
             "worker main": main,
             "worker pool": pool,
         }
 
+    def settled(self) -> dict[str, float]:
+        """:meth:`read`, once the workers and Redis are idle: the last
+        acknowledgements and result writes of a job land after its state says
+        ``done``. Idle means the workers' CPU times unchanged over ``SETTLE_S``
+        (at most ``SETTLE_MAX_S``; Redis's change with every reading); this
+        is outside the timed interval."""
+        deadline = time.perf_counter() + SETTLE_MAX_S
+        last = self.read()
+        while time.perf_counter() < deadline:
+            time.sleep(SETTLE_S)
+            now = self.read()
+            if all(now[k] == last[k] for k in ("worker main", "worker pool")):
+                return now
+            last = now
+        return last
 
-def run_celery(executor: Any, registry: Any, spec: Any, shard_bytes: int, meter: CpuMeter) -> Sample:
-    from eceb_worker.pipeline.jobs import verify_corpus
 
-    before = meter.read()
-    started = time.perf_counter()
-    report = verify_corpus(registry, spec, executor=executor, shard_bytes=shard_bytes)
-    seconds = time.perf_counter() - started
-    time.sleep(0.2)  # let the workers' last acknowledgements land in their CPU times
-    after = meter.read()
-    if not report.ok or report.verified_count != len(registry.artifacts):
-        raise RuntimeError(f"verification failed: {len(report.findings)} findings")
-    shards = plan_rehash([a.size_bytes for a in registry.artifacts], shard_bytes=shard_bytes)
-    tasks = (
-        len(shards)
-        if executor.task_bytes is None
-        else len(group_shards(shards, task_bytes=executor.task_bytes, workers=executor.workers))
+@dataclass
+class ClusterRun:
+    """What a timed job needs: the cluster client, the corpus and registry, the meter."""
+
+    cluster: Any
+    registry: str
+    files: str
+    meter: CpuMeter
+    expected: str | None = None
+    """The in-process verification report, once known; every job's must equal it."""
+    reports: list[str] = field(default_factory=list)
+
+
+def run_job(run: ClusterRun, shard_bytes: int) -> Sample:
+    """Submit one verification job (as ``eceb-dist verify`` does) and time it
+    from submission until its state reaches ``done``."""
+    from eceb_worker.corpus.storage import StorageSpec
+    from eceb_worker.families.eceb.shards import DEFAULT_SHARD_OBSERVATIONS
+    from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
+
+    message = JobMessage(
+        job_id=uuid.uuid4().hex,
+        kind=JobKind.VERIFY,
+        inputs=JobInputs(registry=run.registry),
+        corpus=StorageSpec(source=run.files),
+        shard_bytes=shard_bytes,
+        shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
-    return Sample(seconds, tasks, {k: after[k] - before[k] for k in after})
+    store = run.cluster.store
+    before = run.meter.read()
+    started = time.perf_counter()
+    run.cluster.submit(message, created=int(time.time()), corpus=run.files, out="", registry=run.registry)
+    deadline = started + JOB_TIMEOUT_S
+    while not store.finished(message.job_id):
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"job {message.job_id} did not end within {JOB_TIMEOUT_S} s")
+        time.sleep(POLL_S)
+    seconds = time.perf_counter() - started
+    after = run.meter.settled()
+    state = store.get(message.job_id) or {}
+    if state.get("phase") != "done":
+        failures = store.failures(message.job_id)
+        raise RuntimeError(f"job {message.job_id} ended {state.get('phase')}: {state.get('error')} {failures[:3]}")
+    report = state.get("verification", "")
+    if state.get("verified") != "1":
+        raise RuntimeError(f"the corpus did not verify on the cluster: {report[:2000]}")
+    if run.expected is not None and report != run.expected:
+        raise RuntimeError(f"the job's verification report differs from the in-process one:\n{report}\n{run.expected}")
+    run.reports.append(report)
+    return Sample(seconds, int(state.get("rehash_total", "0")), {k: after[k] - before[k] for k in after})
 
 
 @contextlib.contextmanager
 def celery_worker(broker_url: str, cpu: int | None, log_dir: Path) -> Iterator[Any]:
-    """One worker process (``--concurrency 1``) from ``tests/redis_server.py``,
+    """One worker process (``--concurrency 1``) from ``tests/support/redis_server.py``,
     started while this thread is pinned to ``cpu`` so that the worker and its
     pool process inherit the pinning."""
     import pytest
 
-    from tests.redis_server import celery_workers
+    from tests.support.redis_server import celery_workers
 
     previous = os.sched_getaffinity(0)
     with contextlib.ExitStack() as stack:
@@ -337,36 +433,32 @@ def page_cache(corpus: SyntheticCorpus, registry: Any) -> str:
 @dataclass
 class Throughput:
     configs: dict[str, Config]
-    shard_sizes: tuple[int, int]
     files: int
     total_bytes: int
     cache_before: str
     cache_after: str
     pinning: list[str]
+    reports: int
     wall_seconds: float
 
 
 def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
     if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # tests/redis_server.py starts redis-server and the workers
+        sys.path.insert(0, str(ROOT))  # tests/support/redis_server.py starts redis-server and the workers
     import redis
 
-    from eceb_worker.cluster.app import make_app
-    from eceb_worker.core.redaction.celery_executor import CeleryExecutor
+    from eceb_worker.cluster.client import Cluster
     from eceb_worker.pipeline.inputs import load_registry
-    from eceb_worker.corpus.storage import StorageSpec
-    from tests.redis_server import running_redis
+    from tests.support.redis_server import running_redis
 
     started = time.perf_counter()
     registry = load_registry(corpus.registry)
-    spec = StorageSpec(source=str(corpus.files))
     total = sum(a.size_bytes for a in registry.artifacts)
-    shard_sizes = (DEFAULT_SHARD_BYTES, args.tiny_shard_bytes)
-    # The shard size of each timed run of a configuration in a round: default and tiny in turn.
+    # The kind of each timed run of a configuration in a round: default and tiny in turn.
     sequence = [
-        size
+        kind
         for i in range(max(args.runs, args.tiny_runs))
-        for size, count in zip(shard_sizes, (args.runs, args.tiny_runs), strict=True)
+        for kind, count in zip(KINDS, (args.runs, args.tiny_runs), strict=True)
         if i < count
     ]
     allowed = sorted(os.sched_getaffinity(0))
@@ -376,13 +468,13 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
             log("fewer than 2 CPUs available: workers are not pinned")
         else:
             cpus = [allowed[0], allowed[1]]
+    inprocess = {"default": DEFAULT_SHARD_BYTES, "tiny": args.tiny_shard_bytes}
+    job = {"default": DEFAULT_TASK_BYTES, "tiny": args.tiny_shard_bytes}
     configs = {
-        "ip": Config("ip", f"in-process, {len(allowed)} workers (eceb corpus verify)"),
-        "ip1": Config("ip1", f"in-process, 1 worker, pinned to CPU {allowed[0]}"),
-        "c1": Config("c1", "Celery, 1 worker" + (f" (CPU {cpus[0]})" if cpus[0] is not None else "")),
-        "c2": Config("c2", "Celery, 2 workers" + (f" (CPUs {cpus[0]}, {cpus[1]})" if cpus[1] is not None else "")),
-        "c1s": Config("c1s", "Celery, 1 worker, a task per shard"),
-        "c2s": Config("c2s", "Celery, 2 workers, a task per shard"),
+        "ip": Config("ip", f"in-process, {len(allowed)} workers (eceb corpus verify)", inprocess),
+        "ip1": Config("ip1", f"in-process, 1 worker, pinned to CPU {allowed[0]}", inprocess),
+        "c1": Config("c1", "job, 1 worker" + (f" (CPU {cpus[0]})" if cpus[0] is not None else ""), job),
+        "c2": Config("c2", "job, 2 workers" + (f" (CPUs {cpus[0]}, {cpus[1]})" if cpus[1] is not None else ""), job),
     }
     cache_before = ""
     pinning: list[str] = []
@@ -392,11 +484,7 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
     ):
         url = server.url()
         client = redis.Redis.from_url(url)
-        app = make_app(url, url)
-        # Default: shards sent together as tasks of up to DEFAULT_TASK_BYTES, sized for the
-        # workers consuming; for comparison and for the per-task overhead, one task per shard.
-        grouped = {n: CeleryExecutor(app, timeout=3600, workers=n) for n in (1, 2)}
-        per_shard = CeleryExecutor(app, timeout=3600, task_bytes=None)
+        cluster = Cluster(url, url)
         try:
             log(f"starting Celery workers 1 and 2 (CPUs {cpus[0]}, {cpus[1]}) ...")
             with (
@@ -409,42 +497,50 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
                     for n, group in enumerate((first, second), start=1)
                     for pid in group.pids
                 ]
-                meter = CpuMeter(client, [first, second])
-                run_celery(grouped[2], registry, spec, DEFAULT_SHARD_BYTES, meter)  # warm-up, both workers
+                run = ClusterRun(cluster, str(corpus.registry), str(corpus.files), CpuMeter(client, [first, second]))
+                for kind in KINDS:  # warm-up, both workers: imports, storage adapters, page cache
+                    run_job(run, job[kind])
+                cache_before = page_cache(corpus, registry)
                 for round_number in range(1, args.rounds + 1):
                     log(f"[round {round_number}/{args.rounds}] in-process executor, {len(allowed)} workers ...")
-                    for shard_bytes, sample in run_inprocess(corpus, len(allowed), None, sequence):
-                        configs["ip"].add(shard_bytes, sample)
-                    if not cache_before:
-                        cache_before = page_cache(corpus, registry)
+                    samples, report = run_inprocess(corpus, len(allowed), None, sequence, inprocess)
+                    for kind, sample in samples:
+                        configs["ip"].add(kind, sample)
+                    if run.expected is None:
+                        run.expected = report
+                        differing = [r for r in run.reports if r != report]
+                        if differing:
+                            raise RuntimeError(
+                                f"a warm-up job's verification report differs from the in-process one:\n"
+                                f"{differing[0]}\n{report}"
+                            )
+                    elif report != run.expected:
+                        raise RuntimeError("the in-process verification report changed between rounds")
                     log(f"[round {round_number}/{args.rounds}] in-process executor, 1 worker, pinned ...")
-                    for shard_bytes, sample in run_inprocess(corpus, 1, allowed[0], sequence):
-                        configs["ip1"].add(shard_bytes, sample)
-                    log(f"[round {round_number}/{args.rounds}] Celery, 1 and 2 workers in turn ...")
-                    for shard_bytes in sequence:
-                        tiny = shard_bytes != DEFAULT_SHARD_BYTES
+                    samples, report = run_inprocess(corpus, 1, allowed[0], sequence, inprocess)
+                    if report != run.expected:
+                        raise RuntimeError("the pinned in-process verification report differs from the other")
+                    for kind, sample in samples:
+                        configs["ip1"].add(kind, sample)
+                    log(f"[round {round_number}/{args.rounds}] verification jobs, 1 and 2 workers in turn ...")
+                    for kind in sequence:
                         for workers in (1, 2):
-                            consuming(app, second.names[0], on=workers == 2)
-                            name = f"c{workers}"
-                            if not tiny:
-                                sample = run_celery(grouped[workers], registry, spec, shard_bytes, meter)
-                                configs[name].add(shard_bytes, sample)
-                            sample = run_celery(per_shard, registry, spec, shard_bytes, meter)
-                            configs[f"{name}s"].add(shard_bytes, sample)
-                    bests = {name: config.best(DEFAULT_SHARD_BYTES) for name, config in configs.items()}
+                            consuming(cluster.app, second.names[0], on=workers == 2)
+                            configs[f"c{workers}"].add(kind, run_job(run, job[kind]))
+                    bests = {name: config.best("default") for name, config in configs.items()}
                     shown = ", ".join(f"{name} {best.seconds:.3f}" for name, best in bests.items() if best)
                     log(f"[round {round_number}/{args.rounds}]   best so far, default shards (s): {shown}")
         finally:
             client.close()
-            app.close()
+            cluster.app.close()
     return Throughput(
         configs=configs,
-        shard_sizes=shard_sizes,
         files=len(registry.artifacts),
         total_bytes=total,
         cache_before=cache_before,
         cache_after=page_cache(corpus, registry),
         pinning=pinning,
+        reports=len(run.reports),
         wall_seconds=time.perf_counter() - started,
     )
 
@@ -452,7 +548,7 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
 def coordinator(args: argparse.Namespace, counts: list[int]) -> list[dict[str, Any]]:
     """Figures of the coordinating steps for each count (``benchmarks/coordinator_memory.py``,
     each case in a fresh interpreter): the coordinator as it runs now, and the
-    registry decoded whole (``load_inputs``) for comparison."""
+    registry held whole (``check_inputs`` keeping every artifact) for comparison."""
     import coordinator_memory
 
     found: list[dict[str, Any]] = []
@@ -473,8 +569,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
+def _size(shard_bytes: int) -> str:
+    return f"{shard_bytes // MIB} MiB" if shard_bytes % MIB == 0 else f"{shard_bytes // 1024} KiB"
+
+
 def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool]:
-    default, tiny = result.shard_sizes
     configs = result.configs
     mb = result.total_bytes / 1e6
     print(
@@ -487,8 +586,12 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
         print(f"pinning: {line}")
     print(
         f"timing:  {args.rounds} round(s) x {args.runs} run(s) (tiny shards: {args.tiny_runs}) per configuration, "
-        "best kept; "
+        f"best kept; jobs from submission to state done, polled every {POLL_S * 1000:g} ms; "
         f"phase wall time {result.wall_seconds:.0f} s"
+    )
+    print(
+        f"reports: the verification reports of all {result.reports} jobs (warm-up included) and of the "
+        "in-process runs are identical"
     )
     print()
     header = (
@@ -498,21 +601,30 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
     print(header)
     print("-" * len(header))
     for config in configs.values():
-        for shard_bytes in (default, tiny):
-            best = config.best(shard_bytes)
-            span = config.seconds_range(shard_bytes)
-            median = config.median(shard_bytes)
+        for kind in KINDS:
+            best = config.best(kind)
+            span = config.seconds_range(kind)
+            median = config.median(kind)
             if best is None or span is None or median is None:
                 continue
-            size = f"{shard_bytes // MIB} MiB" if shard_bytes % MIB == 0 else f"{shard_bytes // 1024} KiB"
             print(
-                f"{config.label:<44} {size:>10} {best.shards:>7,} {best.seconds:>7.3f} {median:>7.3f} "
-                f"{span[0]:>6.3f}-{span[1]:<6.3f} {mb / best.seconds:>7,.0f} {result.files / best.seconds:>8,.0f}"
+                f"{config.label:<44} {_size(config.shard_bytes[kind]):>10} {best.shards:>7,} {best.seconds:>7.3f} "
+                f"{median:>7.3f} {span[0]:>6.3f}-{span[1]:<6.3f} {mb / best.seconds:>7,.0f} "
+                f"{result.files / best.seconds:>8,.0f}"
             )
     print()
+    print(
+        "tasks: shards in-process; on the cluster, the job's re-hash shard tasks (plus eceb.coordinate "
+        "and eceb.job_verified)"
+    )
+    for name in ("ip", "ip1"):
+        load = configs[name].median_load("default")
+        if load is not None:
+            print(f"{configs[name].label}: of which reading and checking the registry, median {_ms(load)}")
+    print()
     verdicts: list[bool] = []
-    c1, c2, ip, ip1 = (configs[n].best(default) for n in ("c1", "c2", "ip", "ip1"))
-    medians = {n: configs[n].median(default) or float("nan") for n in configs}
+    c1, c2, ip, ip1 = (configs[n].best("default") for n in ("c1", "c2", "ip", "ip1"))
+    medians = {n: configs[n].median("default") or float("nan") for n in configs}
     if c1 and c2:
         speedup = c1.seconds / c2.seconds
         verdicts.append(speedup >= TARGET_SPEEDUP)
@@ -522,14 +634,14 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
         )
     if c2 and ip:
         ratio = ip.seconds / c2.seconds
-        verdicts.append(ratio >= TARGET_CELERY_RATIO)
+        verdicts.append(ratio >= TARGET_JOB_RATIO)
         print(
-            f"Celery (2 workers) / in-process speed (default):  {ratio:.2f}x   target >= {TARGET_CELERY_RATIO}x  "
+            f"job (2 workers) / in-process speed (default):     {ratio:.2f}x   target >= {TARGET_JOB_RATIO}x  "
             f"{'met' if verdicts[-1] else 'NOT met'}   (medians: {medians['ip'] / medians['c2']:.2f}x)"
         )
     if c1 and ip1:
         print(
-            f"Celery 1 worker / in-process 1 pinned worker:     {ip1.seconds / c1.seconds:.2f}x"
+            f"job 1 worker / in-process 1 pinned worker:        {ip1.seconds / c1.seconds:.2f}x"
             f"                            (medians: {medians['ip1'] / medians['c1']:.2f}x)"
         )
     if c1:
@@ -538,22 +650,14 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
             f"({result.total_bytes / c1.shards / MIB:.1f} MiB of files a task)"
         )
     print()
-    for workers in (1, 2):
-        grouped, per_shard = configs[f"c{workers}"].best(default), configs[f"c{workers}s"].best(default)
-        if grouped and per_shard:
-            print(
-                f"Celery {workers} worker(s), tasks of <= {DEFAULT_TASK_BYTES // MIB} MiB over a task per shard: "
-                f"{per_shard.seconds / grouped.seconds:.2f}x ({grouped.shards} vs {per_shard.shards} tasks)"
-            )
-    print()
-    print("per-task overhead (tiny shards vs default shards, a task per shard: extra time / extra tasks)")
-    for name in ("c1s", "c2s", "ip1", "ip"):
+    print("per-task overhead (tiny shards vs default shards: extra time / extra tasks)")
+    for name in ("c1", "c2", "ip1", "ip"):
         config = configs[name]
-        small, big = config.best(tiny), config.best(default)
+        small, big = config.best("tiny"), config.best("default")
         if small is None or big is None or small.shards == big.shards:
             continue
         extra = small.shards - big.shards
-        cpu_small, cpu_big = config.mean_cpu(tiny), config.mean_cpu(default)
+        cpu_small, cpu_big = config.mean_cpu("tiny"), config.mean_cpu("default")
         parts = ", ".join(f"{k} {_ms((cpu_small[k] - cpu_big.get(k, 0.0)) / extra)}" for k in cpu_small)
         print(
             f"  {config.label:<44} wall {_ms((small.seconds - big.seconds) / extra)} per task "
@@ -566,7 +670,7 @@ def report_coordinator(found: list[dict[str, Any]]) -> list[bool]:
     verdicts: list[bool] = []
     titles = {
         "coordinator": "eceb.coordinate, eceb.job_verified, eceb.job_finish as they run now",
-        "whole": "for comparison: the registry decoded whole (load_inputs)",
+        "whole": "for comparison: the registry held whole (check_inputs keeping every artifact)",
     }
     for case in found:
         print(f"coordinator memory, {case['artifacts']:,} artifacts: {titles[case['mode']]} (fresh process)")
@@ -655,7 +759,7 @@ def main() -> int:
         found = coordinator(args, counts)
 
     print()
-    print("Scale benchmark: in-process vs Celery re-hashing; coordinator memory")
+    print("Scale benchmark: in-process re-hashing vs a verification job on Celery workers; coordinator memory")
     print(f"machine: {machine()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     if result is not None:

@@ -34,7 +34,7 @@ from eceb_cli.outcomes import (
 )
 from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
-from eceb_worker.core.redaction import redact_url
+from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.shards import DEFAULT_SHARD_OBSERVATIONS
 

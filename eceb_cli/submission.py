@@ -22,7 +22,7 @@ def corpus_argument(value: str) -> str:
     """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
     (it is stored in the job's state and shown by ``status``); a directory is
     an absolute path (workers resolve it, not the submitter)."""
-    from eceb_worker.io.s3 import is_s3_url, parse_s3_url
+    from eceb_worker.core.urls import is_s3_url, parse_s3_url
 
     if is_s3_url(value):
         try:
@@ -40,7 +40,7 @@ def corpus_argument(value: str) -> str:
 def object_argument(value: str, what: str, *, local: bool = False) -> str:
     """An input or output given as ``s3://bucket/key`` (or, with ``local``, an
     absolute path every worker sees), checked."""
-    from eceb_worker.io.s3 import split_object_url
+    from eceb_worker.core.urls import split_object_url
 
     if local and not value.startswith("s3://"):
         if not os.path.isabs(value):

@@ -14,7 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeout
 from eceb_worker.cluster.app import make_app
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.cluster.tasks import COORDINATE_TASK
-from eceb_worker.core.redaction import redact_url, scrub
+from eceb_worker.core.urls import redact_url, scrub
 from eceb_worker.errors import StorageError
 from eceb_worker.pipeline.messages import JobMessage
 

@@ -8,8 +8,8 @@
 - :mod:`~eceb_worker.core.decoding`: lenient decoding and every problem of a
   record or document, located by file, record and field.
 - :mod:`~eceb_worker.core.schemas`: JSON Schemas (2020-12) generated from Structs.
-- :mod:`~eceb_worker.core.redaction`: credentials removed from URLs before
-  they are printed.
+- :mod:`~eceb_worker.core.urls`: ``s3://`` names parsed and joined, and
+  credentials removed from URLs before they are printed.
 
 The core performs no I/O, starts no thread or process, and imports no
 service client (celery, redis, boto3, botocore, click): a test checks its

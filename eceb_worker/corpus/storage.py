@@ -10,6 +10,7 @@ from typing import Protocol
 import msgspec
 
 from eceb_worker.core.digests import HashedBytes
+from eceb_worker.core.urls import s3_location
 from eceb_worker.errors import ArtifactReadError
 
 __all__ = ["CorpusStorage", "ListedEntry", "StorageSpec"]
@@ -34,6 +35,13 @@ class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
     def is_s3(self) -> bool:
         """True for an ``s3://`` source."""
         return self.source.startswith("s3://")
+
+    @property
+    def location(self) -> str:
+        """How reports and messages name the corpus (the adapter's
+        ``location``), found without opening it: the directory as given, or
+        ``s3://bucket/prefix``. Raises ValueError for a malformed ``s3://`` URL."""
+        return s3_location(self.source) if self.is_s3 else self.source
 
 
 class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
+from eceb_worker.core.urls import object_sibling
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.io.files import map_input, read_input
 
@@ -129,8 +130,6 @@ class _Object:
         return self._locator.store().get_range(self.name, start, end, etag=self._pin())
 
     def sibling(self, relative: str) -> Location:
-        from eceb_worker.io.s3 import object_sibling
-
         return _Object(object_sibling(self.name, relative), self._locator)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import botocore.exceptions
 
+from eceb_worker.core.urls import split_object_url
 from eceb_worker.errors import EcebError, InputError, OutputError, Problem, StorageError
 from eceb_worker.io.s3 import (
     CHUNK_BYTES,
@@ -28,7 +29,6 @@ from eceb_worker.io.s3 import (
     error_code,
     make_s3_client,
     s3_error,
-    split_object_url,
 )
 
 __all__ = ["ObjectStore"]

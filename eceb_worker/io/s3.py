@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import posixpath
 import time
 from collections.abc import Iterator
 from typing import Any, Final
@@ -56,15 +55,11 @@ __all__ = [
     "ObjectChanged",
     "ResumableBody",
     "Role",
-    "is_s3_url",
     "check_endpoint",
     "error_code",
     "get_object",
     "make_s3_client",
-    "object_sibling",
-    "parse_s3_url",
     "s3_error",
-    "split_object_url",
 ]
 
 CHUNK_BYTES: Final = 1024 * 1024
@@ -233,45 +228,6 @@ def make_s3_client(
     except ValueError:
         # botocore's message repeats the endpoint verbatim.
         raise ValueError(_INVALID_ENDPOINT) from None
-
-
-def is_s3_url(location: object) -> bool:
-    """True for a string ``s3://...``."""
-    return isinstance(location, str) and location.startswith("s3://")
-
-
-def parse_s3_url(url: str) -> tuple[str, str]:
-    """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
-    leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
-    """
-    parts = urlsplit(url)
-    if parts.scheme != "s3" or not parts.netloc:
-        raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
-    if parts.query or parts.fragment or "@" in parts.netloc:
-        raise ValueError(f"an s3:// URL takes no credentials, query or fragment: s3://{parts.netloc.split('@')[-1]}/…")
-    return parts.netloc, parts.path.strip("/")
-
-
-def split_object_url(url: str) -> tuple[str, str]:
-    """``(bucket, key)`` of ``s3://bucket/key``; raises ValueError when the key is empty."""
-    bucket, key = parse_s3_url(url)
-    if not key:
-        raise ValueError(f"not an s3://bucket/key object URL: {url!r}")
-    return bucket, key
-
-
-def object_sibling(url: str, relative: str) -> str:
-    """The object ``relative`` names from ``url``'s key prefix (its "directory"),
-    as a relative path names a file beside another. Raises ValueError when
-    ``relative`` is absolute or leaves the bucket.
-    """
-    bucket, key = split_object_url(url)
-    if relative.startswith("/"):
-        raise ValueError(f"{relative!r} is not a relative path")
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(key), relative))
-    if joined in (".", "") or joined.startswith("../") or joined == "..":
-        raise ValueError(f"{relative!r} leads out of s3://{bucket}")
-    return f"s3://{bucket}/{joined}"
 
 
 def get_object(client: Any, bucket: str, key: str, *, etag: str | None = None, start: int = 0) -> tuple[Any, str]:

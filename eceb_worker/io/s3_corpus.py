@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from eceb_worker.core.digests import HashedBytes, digest_chunks
+from eceb_worker.core.urls import parse_s3_url, s3_location
 from eceb_worker.corpus.storage import ListedEntry
 from eceb_worker.errors import ArtifactReadError
 from eceb_worker.io.s3 import (
@@ -22,7 +23,6 @@ from eceb_worker.io.s3 import (
     Role,
     check_endpoint,
     make_s3_client,
-    parse_s3_url,
     s3_error,
 )
 
@@ -61,7 +61,7 @@ class S3Storage:
     @property
     def location(self) -> str:
         """``s3://bucket/prefix`` (the endpoint is not shown: it may embed credentials)."""
-        return f"s3://{self._bucket}/{self._prefix}" if self._prefix else f"s3://{self._bucket}"
+        return s3_location(f"s3://{self._bucket}/{self._prefix}")
 
     @property
     def concurrency(self) -> int:

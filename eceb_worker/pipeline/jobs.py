@@ -42,7 +42,6 @@ from eceb_worker.families.eceb.shards import (
     reduce_evaluation,
 )
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
-from eceb_worker.io.storage import shared_storage
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
@@ -234,7 +233,7 @@ class Job:
             (answer.verification for answer in answers),
             corpus_root=registry.corpus_root,
             artifact_count=registry.artifact_count,
-            source=shared_storage(self.message.corpus).location,
+            source=self.message.corpus.location,
         )
         self.verification = verification
         if self.message.kind is JobKind.VERIFY:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from eceb_cli import exit_codes
+from eceb_worker.core.urls import object_sibling
 from eceb_worker.errors import ErrorKind, InputError, OutputError
 from eceb_worker.io.objects import ObjectStore
-from eceb_worker.io.s3 import object_sibling
 from eceb_worker.pipeline.messages import Stage
 from tests.support.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.support.redis_server import CeleryWorkers, RedisServer

@@ -28,7 +28,7 @@ import pytest
 import trustme
 
 from eceb_cli import exit_codes
-from eceb_worker.core.redaction import redact_url
+from eceb_worker.core.urls import redact_url
 from eceb_worker.io.objects import ObjectStore
 from tests.support.dist_support import SEED, embedded_report
 from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import blake3
+import botocore.exceptions
 import pytest
 from click.testing import CliRunner, Result
 
@@ -155,6 +156,31 @@ def test_adapter_reads_again_when_the_body_breaks_off(s3_server: S3Server, s3_bu
         ):
             storage.hash_artifact("big file.bin")
         assert relay.connections == STREAM_ATTEMPTS
+
+
+def test_a_read_resumes_on_the_same_version_or_not_at_all(s3_server: S3Server, s3_bucket: str) -> None:
+    """A broken read resumes with a ranged GET pinned to the ETag first read:
+    the digest is of one version's bytes, and an object replaced meanwhile is
+    unreadable ("changed while it was read"), never half one version and half another."""
+    client = s3_server.client()
+    first = bytes(range(256)) * (3 * CHUNK_BYTES // 256)
+    client.put_object(Bucket=s3_bucket, Key="moving.bin", Body=first)
+    with CuttingRelay(s3_server.endpoint_url, cuts=1, after=CHUNK_BYTES) as relay:
+        storage = S3Storage(f"s3://{s3_bucket}", endpoint_url=relay.endpoint_url, concurrency=1)
+        assert storage.hash_artifact("moving.bin") == (len(first), digest(first))
+    from eceb_worker.io.s3 import ObjectChanged, ResumableBody, Role, make_s3_client, s3_error
+
+    with CuttingRelay(s3_server.endpoint_url, cuts=1, after=CHUNK_BYTES) as relay:
+        body = ResumableBody(make_s3_client(relay.endpoint_url, concurrency=1), s3_bucket, "moving.bin")
+        assert len(body.read(CHUNK_BYTES // 2)) == CHUNK_BYTES // 2
+        client.put_object(Bucket=s3_bucket, Key="moving.bin", Body=first[::-1])  # replaced mid-read
+        # Past the cut, the read resumes against the version first read: the
+        # server refuses it (412), or answers another ETag.
+        with pytest.raises((ObjectChanged, botocore.exceptions.ClientError)) as caught:
+            list(body.chunks())
+        error = s3_error(caught.value, Role.ARTIFACT, f"s3://{s3_bucket}", "moving.bin")
+        assert isinstance(error, ArtifactUnreadable)
+        assert str(error) == "moving.bin: changed while it was read"
 
 
 @pytest.mark.parametrize("how", ["slowdown", "internal", "reset"])

@@ -91,7 +91,7 @@ def own(module: str) -> bool:
     return module.split(".")[0] in ("eceb_worker", "eceb_cli")
 
 
-@pytest.mark.parametrize(("module", "path"), list(modules()), ids=lambda value: str(value))
+@pytest.mark.parametrize(("module", "path"), list(modules()), ids=str)
 def test_no_import_from_a_later_layer(module: str, path: Path) -> None:
     mine = layer_of(module)
     assert mine >= 0, f"{module} belongs to no layer: add it to LAYERS"
@@ -114,7 +114,7 @@ def test_no_import_cycle_between_modules() -> None:
         stack.append(module)
         for target in sorted(graph[module]):
             if state.get(target) == 1:
-                cycle = stack[stack.index(target) :] + [target]
+                cycle = [*stack[stack.index(target) :], target]
                 pytest.fail(f"import cycle: {' -> '.join(cycle)}")
             if target not in state:
                 visit(target)
@@ -126,9 +126,7 @@ def test_no_import_cycle_between_modules() -> None:
             visit(module)
 
 
-@pytest.mark.parametrize(
-    ("module", "path"), [(m, p) for m, p in modules() if m.startswith(PURE)], ids=lambda value: str(value)
-)
+@pytest.mark.parametrize(("module", "path"), [(m, p) for m, p in modules() if m.startswith(PURE)], ids=str)
 def test_pure_layers_import_no_io_thread_process_or_service_module(module: str, path: Path) -> None:
     forbidden = [
         f"line {line}: {target}"

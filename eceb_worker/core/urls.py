@@ -1,15 +1,27 @@
-"""Credentials removed from URLs and texts before they are printed, logged
-or stored (broker and result backend URLs hold the Redis password).
+"""URLs: ``s3://`` names of corpora and objects (parsed, joined, shown),
+and credentials removed from URLs and texts before they are printed,
+logged or stored (broker and result backend URLs hold the Redis password).
+Pure string work: nothing is resolved or connected to.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable
 from typing import Final
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "redact_url", "scrub"]
+__all__ = [
+    "REDACTED",
+    "is_s3_url",
+    "object_sibling",
+    "parse_s3_url",
+    "redact_url",
+    "s3_location",
+    "scrub",
+    "split_object_url",
+]
 
 REDACTED: Final = "***"
 """What a credential is replaced with in a printed URL."""
@@ -84,3 +96,50 @@ def scrub(text: str, urls: Iterable[object]) -> str:
                 for form in {secret, unquote(secret)} if secret else ():
                     text = text.replace(form, REDACTED)
     return text
+
+
+def is_s3_url(location: object) -> bool:
+    """True for a string ``s3://...``."""
+    return isinstance(location, str) and location.startswith("s3://")
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
+    leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "s3" or not parts.netloc:
+        raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise ValueError(f"an s3:// URL takes no credentials, query or fragment: s3://{parts.netloc.split('@')[-1]}/…")
+    return parts.netloc, parts.path.strip("/")
+
+
+def split_object_url(url: str) -> tuple[str, str]:
+    """``(bucket, key)`` of ``s3://bucket/key``; raises ValueError when the key is empty."""
+    bucket, key = parse_s3_url(url)
+    if not key:
+        raise ValueError(f"not an s3://bucket/key object URL: {url!r}")
+    return bucket, key
+
+
+def object_sibling(url: str, relative: str) -> str:
+    """The object ``relative`` names from ``url``'s key prefix (its "directory"),
+    as a relative path names a file beside another. Raises ValueError when
+    ``relative`` is absolute or leaves the bucket.
+    """
+    bucket, key = split_object_url(url)
+    if relative.startswith("/"):
+        raise ValueError(f"{relative!r} is not a relative path")
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(key), relative))
+    if joined in (".", "") or joined.startswith("../") or joined == "..":
+        raise ValueError(f"{relative!r} leads out of s3://{bucket}")
+    return f"s3://{bucket}/{joined}"
+
+
+def s3_location(url: str) -> str:
+    """How an ``s3://bucket/prefix`` corpus is named in reports and messages:
+    ``s3://bucket/prefix``, without a trailing ``/`` (``s3://bucket`` for the
+    whole bucket). Raises ValueError for a malformed URL."""
+    bucket, prefix = parse_s3_url(url)
+    return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"

@@ -1,0 +1,44 @@
+"""Credentials removed from URLs and texts before they are shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eceb_worker.core.urls import object_sibling, parse_s3_url, redact_url, s3_location, scrub
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.io.storage import open_storage
+
+
+def test_redact_url() -> None:
+    assert redact_url("redis://:pw@127.0.0.1:6379/0") == "redis://:***@127.0.0.1:6379/0"
+    assert redact_url("redis://user:pw@127.0.0.1/0") == "redis://user:***@127.0.0.1/0"
+    assert redact_url("rediss://token@127.0.0.1/0") == "rediss://***@127.0.0.1/0"
+    assert redact_url("redis://127.0.0.1/0?password=pw&db=2") == "redis://127.0.0.1/0?password=***&db=2"
+    assert redact_url("redis://:a@h1/0;redis://:b@h2/0") == "redis://:***@h1/0;redis://:***@h2/0"
+    assert redact_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_scrub_removes_every_form_of_a_password() -> None:
+    url = "redis://:p%40ss@127.0.0.1:6379/0"
+    text = f"cannot connect to {url}: AUTH p@ss refused (p%40ss)"
+    assert scrub(text, [url, None]) == "cannot connect to redis://:***@127.0.0.1:6379/0: AUTH *** refused (***)"
+
+
+@pytest.mark.parametrize(
+    "source", ["s3://bucket", "s3://bucket/", "s3://bucket/corpus", "s3://bucket/a/b/", "/data/corpus", "corpus"]
+)
+def test_a_corpus_is_named_without_opening_it_as_its_adapter_names_it(source: str, tmp_path: Path) -> None:
+    """The reduce steps name the corpus in the report from its spec alone."""
+    spec = StorageSpec(source=source if source.startswith("s3://") else str(tmp_path / source))
+    if not spec.is_s3:
+        Path(spec.source).mkdir(parents=True)
+    assert spec.location == open_storage(spec).location
+
+
+def test_s3_names() -> None:
+    assert s3_location("s3://b/p/q/") == "s3://b/p/q"
+    assert object_sibling("s3://b/a/benchmark.json", "registry.jsonl") == "s3://b/a/registry.jsonl"
+    with pytest.raises(ValueError, match="credentials"):
+        parse_s3_url("s3://key:secret@bucket/p")
