@@ -22,6 +22,7 @@ import click
 from eceb_cli import exit_codes
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.outcomes import (
+    POLL_S,
     exit_for,
     exit_for_verdict,
     is_verification,
@@ -34,6 +35,7 @@ from eceb_cli.outcomes import (
 )
 from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
+from eceb_worker.cluster.state import Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.shards import DEFAULT_SHARD_OBSERVATIONS
@@ -45,8 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_POLL_S = 0.2
 
 
 def cluster_options(function: F) -> F:
@@ -248,7 +248,7 @@ def status(
             last = line
         if state.get("phase") in TERMINAL_PHASES:
             break
-        time.sleep(_POLL_S)
+        time.sleep(POLL_S)
     if bar is not None:
         bar.close()
         click.echo(status_line(job_id, state, cluster.store.failures(job_id)))
@@ -302,7 +302,7 @@ def result(
     cluster = _cluster(broker_url, result_backend)
     state = job_state(cluster, job_id)
     exit_for(job_id, state)
-    if state.get("phase") != "done":
+    if state.get("phase") != Phase.DONE.value:
         done, total = shards(state)
         click.echo(f"job {job_id} not finished ({state.get('phase')}, {done}/{total} shards)", err=True)
         sys.exit(exit_codes.JOB_NOT_FINISHED)
@@ -337,7 +337,7 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
     """Cancel a job: its remaining shards are skipped and no report is written."""
     cluster = _cluster(broker_url, result_backend)
     state = job_state(cluster, job_id)
-    if not cluster.store.update(job_id, phase="cancelled"):
+    if not cluster.store.update(job_id, phase=Phase.CANCELLED.value):
         ended = cluster.store.get(job_id) or state
         click.echo(f"job {job_id} already ended ({ended.get('phase')})")
         return

@@ -15,6 +15,7 @@ import msgspec
 from eceb_cli import exit_codes
 from eceb_cli.console import report_input_error
 from eceb_cli.corpus import print_findings
+from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from eceb_worker.io.objects import ObjectStore
 
 __all__ = [
+    "POLL_S",
     "exit_for",
     "exit_for_verdict",
     "is_verification",
@@ -35,8 +37,8 @@ __all__ = [
     "wait_until_ended",
 ]
 
-_POLL_S = 0.2
-"""How often a job's state is read while waiting for it."""
+POLL_S = 0.2
+"""How often a job's state is read while waiting for it, in seconds."""
 
 
 def is_verification(state: dict[str, str]) -> bool:
@@ -68,14 +70,14 @@ def status_line(job_id: str, state: dict[str, str], failures: list[str]) -> str:
     if not is_verification(state):
         line += f"; evaluation shards {state.get('eval_done', 0)}/{state.get('eval_total', '?')}"
     line += f"; failures {len(failures)}"
-    if state.get("phase") == "done":
+    if state.get("phase") == Phase.DONE.value:
         if is_verification(state):
             report = verification_of(state)
             line += f"; {report.verified_count}/{report.artifact_count} artifacts verified"
             line += f"; report {state['out']}" if state.get("out") else ""
         else:
             line += f"; {state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report {state.get('out')}"
-    elif state.get("phase") == "failed":
+    elif state.get("phase") == Phase.FAILED.value:
         line += f"; {state.get('error_kind')} error: {state.get('error')}"
     return line
 
@@ -83,10 +85,10 @@ def status_line(job_id: str, state: dict[str, str], failures: list[str]) -> str:
 def exit_for(job_id: str, state: dict[str, str]) -> None:
     """Print a failed or cancelled job's reason and exit with its code; return when done."""
     phase = state.get("phase")
-    if phase == "cancelled":
+    if phase == Phase.CANCELLED.value:
         click.echo(f"job {job_id} was cancelled; no report was written", err=True)
         sys.exit(exit_codes.JOB_CANCELLED)
-    if phase != "failed":
+    if phase != Phase.FAILED.value:
         return
     try:
         kind = ErrorKind(state.get("error_kind", "internal"))
@@ -136,8 +138,6 @@ def job_state(cluster: Cluster, job_id: str) -> dict[str, str]:
 def wait_until_ended(cluster: Cluster, job_id: str, timeout: float | None) -> dict[str, str]:
     """The job's state once it ended; exit 75 when ``timeout`` (seconds)
     passes first, 7 when the job vanishes meanwhile."""
-    from eceb_worker.cluster.state import TERMINAL_PHASES
-
     deadline = None if timeout is None else time.monotonic() + timeout
     state = job_state(cluster, job_id)
     while state.get("phase") not in TERMINAL_PHASES:
@@ -148,7 +148,7 @@ def wait_until_ended(cluster: Cluster, job_id: str, timeout: float | None) -> di
                 err=True,
             )
             sys.exit(exit_codes.JOB_NOT_FINISHED)
-        time.sleep(_POLL_S)
+        time.sleep(POLL_S)
         found = cluster.store.get(job_id)
         if found is None:
             click.echo(

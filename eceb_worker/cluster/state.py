@@ -38,15 +38,11 @@ class Phase(enum.Enum):
         """The phase of a job running ``stage``."""
         return cls.EVALUATING if stage is Stage.EVALUATE else cls.VERIFYING
 
-    @property
-    def ended(self) -> bool:
-        """True for done, failed and cancelled."""
-        return self.value in TERMINAL_PHASES
-
 
 JOB_TTL_S: Final = 7 * 24 * 3600
 """A job's state is kept a week after its last change."""
-TERMINAL_PHASES: Final = frozenset({"done", "failed", "cancelled"})
+TERMINAL_PHASES: Final = frozenset(phase.value for phase in (Phase.DONE, Phase.FAILED, Phase.CANCELLED))
+"""The phases of a job that has ended (nothing changes it any more)."""
 DONE_FIELDS: Final = {Stage.REHASH: "rehash_done", Stage.EVALUATE: "eval_done"}
 """The set of shard indexes done, per stage (``eceb:job:<id>:<field>``)."""
 TOTAL_FIELDS: Final = {Stage.REHASH: "rehash_total", Stage.EVALUATE: "eval_total"}
@@ -57,7 +53,7 @@ _LISTS: Final = ("failures", *_DONE_FIELDS)
 
 _UPDATE_UNLESS_ENDED: Final = """
 local phase = redis.call('HGET', KEYS[1], 'phase')
-if not phase or phase == 'done' or phase == 'failed' or phase == 'cancelled' then
+if not phase or {ended} then
     return 0
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2], unpack(ARGV, 3))
@@ -67,6 +63,9 @@ end
 return 1
 """
 """KEYS: the job's hash and its lists; ARGV: time to live, now, then field, value, ..."""
+_UPDATE_UNLESS_ENDED_SCRIPT: Final = _UPDATE_UNLESS_ENDED.replace(
+    "{ended}", " or ".join(f"phase == '{value}'" for value in sorted(TERMINAL_PHASES))
+)
 
 
 def job_key(job_id: str) -> str:
@@ -82,7 +81,7 @@ class JobStore:
     evaluation's) or ``registry`` (a verification's), ``corpus``, ``out``,
     ``created``/``updated`` (Unix seconds), ``rehash_total`` and
     ``eval_total`` (shards planned), ``coordinator`` (its task id), and
-    on failure ``error_kind`` (an :class:`~eceb_worker.pipeline.messages.ErrorKind`),
+    on failure ``error_kind`` (an :class:`~eceb_worker.errors.ErrorKind`),
     ``error``, ``problems`` (JSON list of problems), ``verification`` (the
     JSON verification report); when done, ``passing_tasks``/``total_tasks``
     and ``report_digest`` (an evaluation), ``verification`` and ``verified``
@@ -96,7 +95,7 @@ class JobStore:
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self._update_script = client.register_script(_UPDATE_UNLESS_ENDED)
+        self._update_script = client.register_script(_UPDATE_UNLESS_ENDED_SCRIPT)
 
     def _touch(self, job_id: str, pipe: Any) -> None:
         pipe.hset(job_key(job_id), "updated", str(int(time.time())))

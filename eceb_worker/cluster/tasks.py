@@ -106,18 +106,19 @@ def _retry(task: Any, policy: RetryPolicy, exc: BaseException) -> None:
 
 def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) -> None:
     """Run one job step (``body(job)`` returns what follows), then dispatch
-    what follows; any failure beyond the retries ends the job."""
-    job_message = msgspec.convert(message, JobMessage)
+    what follows; any failure beyond the retries ends the job, a message
+    this worker cannot read included (sent by another version of eceb)."""
     store = JobStore(task.app.backend.client)
-    if store.finished(job_message.job_id):
+    job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
+    if store.finished(job_id):
         return
-    job = Job(job_message, WORKSPACE)
     try:
         check_delivery(task)
+        job = Job(msgspec.convert(message, JobMessage), WORKSPACE)
         _dispatch(task.app, store, job, body(job))
     except Exception as exc:
         _retry(task, policy, exc)
-        _fail(store, job_message.job_id, exc)
+        _fail(store, job_id, exc)
 
 
 def _dispatch(app: Any, store: JobStore, job: Job, step: MapStage | Finished) -> None:
@@ -183,7 +184,7 @@ def coordinate(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
     registry as a stream: memory does not grow with its artifacts), then the
     re-hash chord."""
     store = JobStore(task.app.backend.client)
-    job_id = str(message.get("job_id", ""))
+    job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
     if not store.finished(job_id):
         store.update(job_id, phase=Phase.LOADING.value)
     _step(task, policy, message, lambda job: job.start())
@@ -219,8 +220,7 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> Any:
 def reduce_stage(task: Any, policy: RetryPolicy, results: list[Any], message: dict[str, Any], stage: str) -> None:
     """A reduce step (``eceb.job_verified``, ``eceb.job_finish``, a chord's
     callback): :meth:`Job.after` over the shards' answers, then what follows."""
-    answers = msgspec.convert(results, list[ShardAnswer])
-    _step(task, policy, message, lambda job: job.after(Stage(stage), answers))
+    _step(task, policy, message, lambda job: job.after(Stage(stage), msgspec.convert(results, list[ShardAnswer])))
 
 
 def job_shard_lost(task: Any, policy: RetryPolicy, failed_task_id: str, job_id: str) -> None:

@@ -12,17 +12,12 @@ import re
 import unicodedata
 from typing import Final
 
-__all__ = ["PORTABLE_PATH", "is_portable", "path_problems", "printable_path"]
+__all__ = ["PORTABLE_PATH", "path_problems", "printable_path"]
 
 # A segment: no separator, control character or surrogate, and not '.' or '..'.
 _SEGMENT: Final = r"(?!\.\.?(?:/|\Z))[^/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]+"
 PORTABLE_PATH: Final = re.compile(rf"(?![A-Za-z]:){_SEGMENT}(?:/{_SEGMENT})*")
 """A portable path: non-empty segments joined by ``/``, no drive letter (``fullmatch``)."""
-
-
-def is_portable(path: str) -> bool:
-    """True when ``path`` is a portable corpus-relative path (see :func:`path_problems`)."""
-    return PORTABLE_PATH.fullmatch(path) is not None
 
 
 def path_problems(path: str) -> list[str]:

@@ -27,6 +27,7 @@ from typing import Final, NamedTuple, overload
 import msgspec
 
 from eceb_worker.core.decoding import decode_lenient, record_problems
+from eceb_worker.core.digests import digest_bytes
 from eceb_worker.core.paths import PORTABLE_PATH, path_problems
 from eceb_worker.corpus.artifacts import Artifact, RegistryHeader
 from eceb_worker.corpus.planning import RehashShard
@@ -315,13 +316,15 @@ def registry_range_artifacts(data: bytes, shard: RehashShard, *, name: str) -> l
     ``data`` is the range's bytes.
 
     Raises :class:`InputError` naming the registry ``name`` when the bytes
-    do not hold exactly the shard's artifacts (the file changed since it was
-    checked, or the range is not the planned one).
+    are not exactly the shard's lines as they were checked (their digest,
+    when the plan has one; else their count and first path): the file
+    changed since, or the range is not the planned one.
     """
     block = Block(0, 1, data)
     problems: list[tuple[int, Problem]] = []
-    artifacts, _numbers, _ends = decode_block(block, lines_of(block), 0, name, problems)
-    if problems or len(artifacts) != shard.count or (artifacts and artifacts[0].path != shard.first_path):
+    changed = bool(shard.digest) and digest_bytes(data) != shard.digest
+    artifacts = [] if changed else decode_block(block, lines_of(block), 0, name, problems).artifacts
+    if changed or problems or len(artifacts) != shard.count or (artifacts and artifacts[0].path != shard.first_path):
         raise InputError(
             [
                 Problem(

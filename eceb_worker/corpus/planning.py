@@ -60,6 +60,8 @@ class RehashShard(msgspec.Struct, frozen=True, kw_only=True):
         first_path: the ``path`` of its first artifact (names the shard in
             logs; a worker checks the range it read against it); ``""`` in a
             plan made from sizes alone.
+        digest: BLAKE3 of the bytes of its range, as the registry was checked
+            (a worker refuses a range that differs); ``""`` when not taken.
     """
 
     index: Offset
@@ -69,6 +71,7 @@ class RehashShard(msgspec.Struct, frozen=True, kw_only=True):
     byte_start: Offset = 0
     byte_end: Offset = 0
     first_path: str = ""
+    digest: str = ""
 
     @property
     def count(self) -> int:
@@ -98,6 +101,16 @@ class RehashPlanner:
         self._byte_start = byte_start  # where the open shard starts in the file
         self._byte_end = byte_start
         self._first_path = ""
+
+    @property
+    def closed(self) -> Sequence[RehashShard]:
+        """The shards closed so far, in plan order."""
+        return self._shards
+
+    @property
+    def planned_end(self) -> int:
+        """The byte offset just past the last artifact line planned so far."""
+        return self._byte_end
 
     def start_at(self, byte_start: int) -> None:
         """Set where the first artifact line may start (before any is added)."""

@@ -34,8 +34,9 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain, islice
-from typing import Final
+from typing import Any, Final
 
+import blake3
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json, canonical_lines
@@ -128,10 +129,11 @@ def registry_lines(registry: Registry) -> Iterator[bytes]:
 
 def read_registry(data: bytes, name: str, *, shard_bytes: int = DEFAULT_SHARD_BYTES) -> Registry:
     """Read and validate a whole registry held in memory, keeping every
-    artifact (:func:`scan_registry` with ``keep=KEEP_ALL``). ``name`` is how
+    artifact (:func:`scan_registry` with ``keep=KEEP_ALL``; no range
+    digests: a registry held whole is never read by range). ``name`` is how
     problems name the file. Raises :class:`InputError` holding every problem.
     """
-    return scan_registry(lambda: (data,), name, keep=KEEP_ALL, shard_bytes=shard_bytes)
+    return scan_registry(lambda: (data,), name, keep=KEEP_ALL, shard_bytes=shard_bytes, digest_ranges=False)
 
 
 def scan_registry(
@@ -142,6 +144,7 @@ def scan_registry(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
     new_sorter: Callable[[], Sorter] = MemorySorter,
+    digest_ranges: bool = True,
 ) -> Registry:
     """Check a registry (JSON Lines, ECEB-0.1 §5) read as a stream, and plan its re-hash.
 
@@ -160,14 +163,16 @@ def scan_registry(
     returns the :class:`Registry`: its header, the artifacts kept, and the
     re-hash plan (``shard_bytes``, ``file_cost_bytes``: see
     :class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts
-    in file order.
+    in file order, with the BLAKE3 of each shard's byte range when
+    ``digest_ranges`` (a worker reading its range then knows it reads the
+    lines that were checked).
 
     Memory: one chunk's lines, the sorters' contents, the plan, the
     artifacts kept and the problems found. Raises ValueError for a
     non-positive ``shard_bytes`` or negative ``file_cost_bytes``; whatever
     ``open_chunks`` or its chunks raise.
     """
-    first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep)
+    first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep, digest_ranges)
     for block in blocks(open_chunks()):
         first.take(block)
     if not first.header_number:
@@ -211,12 +216,11 @@ def scan_registry(
     mismatches = header_problems(first.header, first.count, root, name, line=first.header_number)
     if mismatches:
         raise InputError(mismatches)
-    return Registry(
-        header=first.header,
-        artifacts=tuple(first.kept),
-        shards=first.planner.finish(),
-        in_root_order=first.ids_ascending,
-    )
+    shards = first.planner.finish()
+    if first.ranges is not None:
+        digests = first.ranges.finish(len(shards))
+        shards = tuple(msgspec.structs.replace(s, digest=d) for s, d in zip(shards, digests, strict=True))
+    return Registry(header=first.header, artifacts=tuple(first.kept), shards=shards, in_root_order=first.ids_ascending)
 
 
 def _ascending(values: Sequence[bytes], previous: bytes | None) -> bool:
@@ -235,10 +239,51 @@ def _encoded(values: list[str]) -> list[bytes]:
     return canonical_lines(values).split(b"\n")[:-1] if values else []
 
 
+class _RangeDigests:
+    """BLAKE3 of each shard's byte range, taken from the file's blocks as they
+    come: the bytes from the first shard's start are hashed in order, and the
+    hash is cut at each shard's end."""
+
+    def __init__(self) -> None:
+        self.position = -1  # the next byte to hash; -1 until the header is read
+        self.hasher = blake3.blake3()
+        self.at_planned_end: Any = None  # the hash as it stood just past the last artifact line
+        self.digests: list[str] = []
+
+    def start(self, at: int) -> None:
+        """The first shard starts at byte ``at``."""
+        self.position = at
+
+    def feed(self, block: Block, closing_ends: Sequence[int], planned_end: int) -> None:
+        """Hash ``block``: ``closing_ends`` are the ends of the shards closed in
+        it, ``planned_end`` the end of the last artifact line planned so far."""
+        if self.position < 0:
+            return
+        view, base = memoryview(block.data), block.offset
+        for end in closing_ends:
+            self.hasher.update(view[self.position - base : end - base])
+            self.digests.append(str(self.hasher.hexdigest()))
+            self.hasher, self.position = blake3.blake3(), end
+        if planned_end >= self.position:
+            self.hasher.update(view[self.position - base : planned_end - base])
+            self.position = planned_end
+            self.at_planned_end = self.hasher.copy()
+        self.hasher.update(view[self.position - base :])
+        self.position = base + len(block.data)
+
+    def finish(self, shards: int) -> list[str]:
+        """One digest per shard of a plan of ``shards``: the last one, closed
+        when the file ended, covers the bytes up to its last artifact line."""
+        if len(self.digests) < shards and self.at_planned_end is not None:
+            self.digests.append(str(self.at_planned_end.hexdigest()))
+        return self.digests
+
+
 class _FirstPass:
     """The state of the first pass of :func:`scan_registry` over the blocks."""
 
-    def __init__(self, name: str, planner: RehashPlanner, keep: AbstractSet[str] | None) -> None:
+    def __init__(self, name: str, planner: RehashPlanner, keep: AbstractSet[str] | None, digest_ranges: bool) -> None:
+        self.ranges = _RangeDigests() if digest_ranges else None
         self.name = name
         self.keep = keep
         self.kept: list[Artifact] = []
@@ -268,10 +313,18 @@ class _FirstPass:
             self.header_number = number
             self.problems.extend((number, problem) for problem in found)
             first += 1
-            header_end = block.offset + sum(len(line) + 1 for line in lines[:first])
-            self.planner.start_at(min(header_end, block.offset + len(block.data)))
+            header_end = min(
+                block.offset + sum(len(line) + 1 for line in lines[:first]), block.offset + len(block.data)
+            )
+            self.planner.start_at(header_end)
+            if self.ranges is not None:
+                self.ranges.start(header_end)
         artifacts, _numbers, ends = decode_block(block, lines, first, self.name, self.problems)
+        closed = len(self.planner.closed)
         self._account(artifacts, ends)
+        if self.ranges is not None:
+            ends_closed = [shard.byte_end for shard in self.planner.closed[closed:]]
+            self.ranges.feed(block, ends_closed, self.planner.planned_end)
 
     def _account(self, artifacts: list[Artifact], ends: Sequence[int]) -> None:
         if not artifacts:

@@ -2,25 +2,55 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from eceb_worker.errors import InputError, OutputError, Problem
 
-__all__ = ["atomic_write", "check_writable", "map_input", "read_input"]
+__all__ = ["atomic_write", "check_writable", "map_input", "open_input", "read_input"]
+
+_INPUT_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+"""O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused)."""
+
+
+def _unreadable(path: Path, exc: OSError | ValueError) -> InputError:
+    message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return InputError([Problem(file=str(path), message=f"cannot read: {message}")])
+
+
+def open_input(path: Path) -> BinaryIO:
+    """The input file at ``path``, open for reading. Raises :class:`InputError`
+    naming it when it cannot be opened or is not a regular file (a FIFO, a
+    device or a directory would block or never end)."""
+    try:
+        fd = os.open(path, _INPUT_FLAGS)
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            reason = os.strerror(errno.EISDIR) if stat.S_ISDIR(mode) else "not a regular file"
+            raise InputError([Problem(file=str(path), message=f"cannot read: {reason}")])
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_input(path: Path) -> bytes:
     """The bytes of an input file; raises :class:`InputError` naming it when it
-    cannot be read.
+    cannot be read (:func:`open_input`).
     """
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError([Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
+    with open_input(path) as stream:
+        try:
+            return stream.read()
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
 
 
 def map_input(path: Path) -> bytes | mmap.mmap:
@@ -32,15 +62,13 @@ def map_input(path: Path) -> bytes | mmap.mmap:
     under a verification, is never mapped. Raises :class:`InputError`
     naming the file when it cannot be read.
     """
-    try:
-        with path.open("rb") as stream:
-            info = os.fstat(stream.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+    with open_input(path) as stream:
+        try:
+            if os.fstat(stream.fileno()).st_size == 0:
                 return stream.read()
             return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError([Problem(file=str(path), message=f"cannot read: {message}")]) from exc
+        except (OSError, ValueError) as exc:
+            raise _unreadable(path, exc) from exc
 
 
 def _umask() -> int:

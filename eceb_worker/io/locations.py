@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from eceb_worker.core.urls import object_sibling
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.io.files import map_input, read_input
+from eceb_worker.io.files import map_input, open_input, read_input
 
 if TYPE_CHECKING:
     import mmap
@@ -78,20 +78,20 @@ class _File:
         return map_input(self.path)
 
     def chunks(self) -> Iterator[bytes]:
-        try:
-            with self.path.open("rb") as stream:
+        with open_input(self.path) as stream:
+            try:
                 while chunk := stream.read(CHUNK_BYTES):
                     yield chunk
-        except OSError as exc:
-            raise self._unreadable(exc) from None
+            except OSError as exc:
+                raise self._unreadable(exc) from None
 
     def read_range(self, start: int, end: int) -> bytes:
-        try:
-            with self.path.open("rb") as stream:
+        with open_input(self.path) as stream:
+            try:
                 stream.seek(start)
                 data = stream.read(end - start)
-        except OSError as exc:
-            raise self._unreadable(exc) from None
+            except OSError as exc:
+                raise self._unreadable(exc) from None
         if len(data) != end - start:
             raise InputError([Problem(file=self.name, message="changed while the job ran (it is shorter)")])
         return data

@@ -24,6 +24,7 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.lines import registry_artifacts
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
+from eceb_worker.corpus.sorting import MemorySorter
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
@@ -83,16 +84,22 @@ def load_registry(
 ) -> Registry:
     """Read and check a registry (ECEB-0.1 §5) as a stream, keeping the
     artifacts ``keep`` names (by default all) and its re-hash plan
-    (``shard_bytes``, ``file_cost_bytes``). Raises :class:`InputError` with
+    (``shard_bytes``, ``file_cost_bytes``). Kept whole, its sorts (a
+    registry not in corpus-root order) stay in memory; otherwise they spill
+    to temporary files and the plan's ranges carry their digests, so that
+    memory does not grow with the registry. Raises :class:`InputError` with
     every problem, ``StorageError`` when the storage cannot be used."""
     location = _located(where, locator)
+    held = keep is KEEP_ALL
     return scan_registry(
         location.chunks,
         location.name,
         keep=keep,
         shard_bytes=shard_bytes,
         file_cost_bytes=file_cost_bytes,
-        new_sorter=ExternalSorter,
+        # Held whole, the registry is in memory anyway: so can its sorts be.
+        new_sorter=MemorySorter if held else ExternalSorter,
+        digest_ranges=not held,
     )
 
 

@@ -19,12 +19,14 @@ cluster the coordinator scans the registry and keeps no artifact.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
 import msgspec
 
 from eceb_worker import __version__
+from eceb_worker.core.urls import parse_s3_url
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, plan_rehash
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.storage import StorageSpec
@@ -33,7 +35,7 @@ from eceb_worker.corpus.verification import (
     reduce_verification,
     verification_failed,
 )
-from eceb_worker.errors import ShardFailedError
+from eceb_worker.errors import OutputError, ShardFailedError
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import (
     DEFAULT_SHARD_OBSERVATIONS,
@@ -129,7 +131,8 @@ class Job:
         Updates :attr:`message` with the registry checked and the versions
         of the inputs read. Raises :class:`~eceb_worker.errors.InputError`
         with every problem of the inputs, ``StorageError`` when they cannot
-        be read at all.
+        be read at all, :class:`~eceb_worker.errors.OutputError` when the
+        job's ``out`` is one of its inputs.
         """
         if self.held is not None:
             # Held whole: each task carries its artifacts (no byte ranges are needed).
@@ -180,6 +183,8 @@ class Job:
             registry, place = checked.registry, checked.registry_location
             prepared = Prepared.of(checked.benchmark, checked.run)
         inputs = msgspec.structs.replace(inputs, registry=place, etags=tuple(sorted(locator.etags.items())))
+        if message.out and any(_same_place(message.out, read) for read in (*locator.etags, place)):
+            raise OutputError(f"{message.out}: is an input of this job; the report would overwrite it")
         if prepared is not None:
             self.workspace.remember(inputs, prepared)
         self.message = msgspec.structs.replace(message, inputs=inputs)
@@ -250,6 +255,16 @@ class Job:
     def _evaluation_plan(self, prepared: Prepared) -> list[EvaluationShard]:
         counts = [len(prepared.run.observations.get(task_id, ())) for task_id in prepared.task_ids]
         return plan_evaluation(counts, shard_observations=self.message.shard_observations)
+
+
+def _same_place(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` name the same object or file, however spelled."""
+    if a.startswith("s3://") and b.startswith("s3://"):
+        try:
+            return parse_s3_url(a) == parse_s3_url(b)
+        except ValueError:
+            return a == b
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 A = TypeVar("A", RehashAnswer, EvaluateAnswer)

@@ -114,7 +114,8 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
     Fields:
         job_id: its id (32 hex characters on a cluster; ``""`` in one process).
-        kind: what it produces.
+        kind: what it produces (an evaluation when left out, as a client
+            older than verification jobs sends it).
         inputs: where its inputs are.
         corpus: where the corpus is.
         out: where a cluster job writes its report (``s3://bucket/key``), ``""`` for none.
@@ -124,7 +125,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """
 
     job_id: str = ""
-    kind: JobKind
+    kind: JobKind = JobKind.EVALUATE
     inputs: JobInputs
     corpus: StorageSpec
     out: str = ""

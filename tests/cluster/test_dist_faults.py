@@ -7,7 +7,7 @@ ends failed with a reason and no report; never a partial report.
 
 To catch a job in the middle of a shard, the workers read S3 through a
 loopback relay that holds the first request for one corpus object
-(:class:`~tests.relays.StallingRelay`).
+(:class:`~tests.support.relays.StallingRelay`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ with a password (broker and result backend), no credential in any output,
 stored state or report, and a job that reads nothing outside the prefixes
 it was given.
 
-The cluster here is a TLS-only ``redis-server`` (``tests/redis_tls.py``),
+The cluster here is a TLS-only ``redis-server`` (``tests/support/redis_tls.py``),
 two real Celery worker processes and the loopback S3 server. What the S3
 server receives is read from its request log (one line per request).
 """

@@ -346,3 +346,32 @@ def test_app_configuration() -> None:
     assert make_app("redis://127.0.0.1:1/0", "redis://127.0.0.1:1/1").conf.result_backend == "redis://127.0.0.1:1/1"
     with pytest.raises(ValueError, match="at least 1"):
         make_app("redis://127.0.0.1:1/0", visibility_timeout=0)
+
+
+def test_a_report_never_overwrites_an_input(
+    redis_server: RedisServer, s3_server: S3Server, s3_bucket: str, workers: CeleryWorkers, tmp_path: Path
+) -> None:
+    root = tmp_path / "corpus"
+    registry = write_corpus(root, {"a.md": b"a"})
+    body = b"".join(registry_lines(registry))
+    client = s3_server.client()
+    client.put_object(Bucket=s3_bucket, Key="registry.jsonl", Body=body)
+    url = f"s3://{s3_bucket}/registry.jsonl"
+    _, waited, _ = verify_on_cluster(
+        redis_server, s3_server, url, str(root), "--out", f"s3://{s3_bucket}//registry.jsonl"
+    )
+    assert waited.returncode == exit_codes.OUTPUT, waited.stderr
+    assert "is an input of this job" in waited.stderr
+    assert client.get_object(Bucket=s3_bucket, Key="registry.jsonl")["Body"].read() == body
+
+
+def test_a_registry_that_is_not_a_regular_file_fails_the_job_as_bad_input(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, tmp_path: Path
+) -> None:
+    """A FIFO would hold a worker for ever, a device fill its memory."""
+    fifo = tmp_path / "registry.jsonl"
+    os.mkfifo(fifo)
+    for registry in (str(fifo), "/dev/zero"):
+        _, waited, _ = verify_on_cluster(redis_server, s3_server, registry, str(tmp_path))
+        assert waited.returncode == exit_codes.BAD_INPUT, waited.stderr
+        assert f"{registry}: cannot read: not a regular file" in waited.stderr

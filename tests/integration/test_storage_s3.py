@@ -1,5 +1,5 @@
 """The S3 storage path against a real S3-compatible HTTP server on loopback
-(moto's server mode, see ``tests/s3_server.py``): the adapter, the corpus
+(moto's server mode, see ``tests/support/s3_server.py``): the adapter, the corpus
 jobs and the ``eceb corpus`` command line, in process and as a subprocess."""
 
 from __future__ import annotations

@@ -134,3 +134,51 @@ def test_large_files_are_read_in_chunks_and_verified(tmp_path: Path) -> None:
     assert [(f.path, f.status, f.observed_size) for f in report.findings] == [
         ("big.bin", "stale", READ_CHUNK_BYTES + 3)
     ]
+
+
+def test_a_worker_refuses_registry_lines_changed_since_the_check(tmp_path: Path) -> None:
+    """A cluster job's re-hash tasks carry their lines by reference (a byte
+    range of the registry file, with its digest): a local registry edited in
+    place after the check, same length, same first path, is refused."""
+    from eceb_worker.corpus.registry import registry_lines
+    from eceb_worker.errors import InputError
+    from eceb_worker.pipeline.jobs import Job
+    from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage, RehashAnswer, RehashTask
+    from eceb_worker.pipeline.shards import Workspace
+
+    registry = make_corpus(tmp_path / "corpus", FILES)
+    registry_file = tmp_path / "registry.jsonl"
+    registry_file.write_bytes(b"".join(registry_lines(registry)))
+    message = JobMessage(
+        job_id="j",
+        kind=JobKind.VERIFY,
+        inputs=JobInputs(registry=str(registry_file)),
+        corpus=StorageSpec(source=str(tmp_path / "corpus")),
+        shard_bytes=1,
+        shard_observations=1,
+    )
+    stage = Job(message).start()  # as the coordinator plans it: no artifact held
+    tasks = [task for task in stage.tasks if isinstance(task, RehashTask)]
+    assert len(tasks) == len(FILES) and all(not task.artifacts and task.shard.digest for task in tasks)
+    answer = Workspace().run(tasks[-1])
+    assert isinstance(answer, RehashAnswer)
+    assert answer.verification.checked == 1
+    data = registry_file.read_bytes()
+    at = data.rindex(b'"source_digest":"') + len(b'"source_digest":"')
+    registry_file.write_bytes(data[:at] + (b"0" if data[at : at + 1] != b"0" else b"1") + data[at + 1 :])
+    with pytest.raises(InputError, match="not those the job checked"):
+        Workspace().run(tasks[-1])
+
+
+def test_inputs_that_are_not_regular_files_are_refused(tmp_path: Path) -> None:
+    """A FIFO would block and a device never end: every input must be a regular file."""
+    from eceb_worker.errors import InputError
+    from eceb_worker.pipeline.inputs import load_registry
+
+    fifo = tmp_path / "registry.jsonl"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(InputError, match="not a regular file"):
+            load_registry(path)
+    with pytest.raises(InputError, match="Is a directory"):
+        load_registry(tmp_path)

@@ -6,7 +6,7 @@ on 127.0.0.1 with its plain-text port closed (``--port 0``), a TLS port
 (``--tls-port``), a random password (``--requirepass``) and no persistence.
 Clients authenticate with the password, not a certificate
 (``--tls-auth-clients no``); they verify the server's certificate against
-the test CA (:attr:`~tests.redis_server.RedisServer.ca_path`). It fails the test (never skips)
+the test CA (:attr:`~tests.support.redis_server.RedisServer.ca_path`). It fails the test (never skips)
 when ``redis-server`` is missing or was built without TLS.
 """
 

@@ -280,7 +280,8 @@ def test_provenance_coverage_is_the_lowest_repetition_share() -> None:
 
 
 def test_every_gate_is_a_named_rule_in_one_table() -> None:
-    """A gate's name, its report order and its rule live in GATES alone."""
+    """A gate's rule, its section and its report order live in GATES alone;
+    GateName names the same gates for the type checker."""
     from typing import get_args
 
     from eceb_worker.families.eceb.gates import GATE_ORDER, GATES, GroupGate, TaskCheck

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from eceb_worker.core.paths import path_problems
+from eceb_worker.core.paths import PORTABLE_PATH, path_problems
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,10 @@ def test_portable(path: str) -> None:
 )
 def test_not_portable(path: str, reason: str) -> None:
     assert any(reason in r for r in path_problems(path)), path_problems(path)
+
+
+@given(st.text(st.characters(codec="utf-8", exclude_categories=[])) | st.text(alphabet="a./\\:C\x00\x7f\u0085\udcff"))
+def test_the_fast_rule_and_the_explained_rule_agree(path: str) -> None:
+    """The one portable-path rule: its regular expression decides what
+    path_problems explains, on any text."""
+    assert (PORTABLE_PATH.fullmatch(path) is not None) == (path_problems(path) == [])

@@ -12,10 +12,12 @@ import random
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eceb_worker.core.digests import digest_bytes
 from eceb_worker.corpus.lines import registry_artifacts, registry_range_artifacts
 from eceb_worker.corpus.planning import RehashShard, plan_rehash
 from eceb_worker.corpus.registry import (
@@ -104,6 +106,7 @@ def assert_same(data: bytes, spill: Path, **options: Any) -> None:
     in_file_order = []
     for shard in got.shards:
         assert shard.byte_start <= shard.byte_end <= len(data)
+        assert shard.digest == digest_bytes(data[shard.byte_start : shard.byte_end])
         in_file_order += registry_range_artifacts(data[shard.byte_start : shard.byte_end], shard, name="reg.jsonl")
     assert in_file_order == list(expected.artifacts)
     assert got.shards == () or (got.shards[0].start == 0 and got.shards[-1].end == got.artifact_count)
@@ -256,6 +259,12 @@ def test_a_range_that_changed_is_refused(tmp_path: Path) -> None:
         registry_range_artifacts(part, elsewhere, name="r")
     with pytest.raises(InputError, match="not those the job checked"):
         registry_range_artifacts(part[1:], shard, name="r")
+    # The same count and first path, one digest changed: the range's own digest tells.
+    at = part.index(b'"source_digest":"') + len(b'"source_digest":"')
+    edited = part[:at] + (b"0" if part[at : at + 1] != b"0" else b"1") + part[at + 1 :]
+    assert len(registry_range_artifacts(edited, msgspec.structs.replace(shard, digest=""), name="r")) == 4
+    with pytest.raises(InputError, match="not those the job checked"):
+        registry_range_artifacts(edited, shard, name="r")
 
 
 @pytest.mark.parametrize("example", ["enterprise-seed", "public-eng-mix"])

@@ -4,14 +4,12 @@ its documents (the corpus's own, source kinds and classifications, are in
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+from typing import Final, Literal
 
 __all__ = [
     "BENCHMARK_SCHEMA",
-    "CLAIM_CLASSES",
     "REPORT_SCHEMA",
     "RUN_SCHEMA",
-    "STRATEGIES",
     "ClaimClass",
     "Strategy",
 ]
@@ -21,9 +19,6 @@ Strategy = Literal["full_permitted_context", "naive_top_k", "compiled"]
 
 ClaimClass = Literal["conformance_seed", "public_reproduction", "enterprise_proxy", "enterprise_validated"]
 """Claim classes, weakest first (ECEB-0.1 §15)."""
-
-STRATEGIES: Final[tuple[str, ...]] = get_args(Strategy)
-CLAIM_CLASSES: Final[tuple[str, ...]] = get_args(ClaimClass)
 
 BENCHMARK_SCHEMA: Final = "symgliph.eceb/benchmark-v0.1"
 RUN_SCHEMA: Final = "symgliph.eceb/run-v0.1"
