@@ -245,13 +245,9 @@ def child(params: dict[str, Any]) -> None:
     from eceb_worker.corpus.lines import registry_range_artifacts
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.corpus.verification import ShardVerification, reduce_verification
+    from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation
     from eceb_worker.families.eceb.report import encode_report
-    from eceb_worker.families.eceb.shards import (
-        evaluate_tasks_of_run,
-        evaluation_task_ids,
-        plan_evaluation,
-        reduce_evaluation,
-    )
+    from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
     from eceb_worker.io.locations import Locator
     from eceb_worker.pipeline.inputs import (
         check_inputs,

@@ -32,6 +32,7 @@ from eceb_worker import __version__
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
 from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
+from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import (
     BenchmarkReference,
@@ -45,14 +46,8 @@ from eceb_worker.families.eceb.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.families.eceb.shards import (
-    DEFAULT_SHARD_OBSERVATIONS,
-    TaskOutcome,
-    evaluate_tasks_of_run,
-    evaluation_task_ids,
-    plan_evaluation,
-    reduce_evaluation,
-)
+from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
+from eceb_worker.families.eceb.verdicts import TaskOutcome
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
 
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"

@@ -38,7 +38,7 @@ from eceb_worker import __version__
 from eceb_worker.cluster.state import Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
-from eceb_worker.families.eceb.shards import DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster

@@ -17,7 +17,7 @@ from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, RULES_SCHEMA, VERIFICA
 from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.families import Document
-from eceb_worker.families.eceb import FAMILY as ECEB
+from eceb_worker.families.eceb.family import FAMILY as ECEB
 
 __all__ = [
     "ARTIFACT",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -41,8 +40,7 @@ def _integer(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(msgspec.Struct, frozen=True):
     """One environment variable.
 
     Attributes:

@@ -128,11 +128,13 @@ class HelperProcess:
     def __init__(self) -> None:
         import subprocess  # here, not at the top: a run without helpers does not need it
 
+        # -P: never the current directory first on the path, so the helper
+        # runs this eceb, whatever directory the command runs in.
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         self._process: subprocess.Popen[bytes] = subprocess.Popen(
-            [sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+            [sys.executable, "-P", "-c", _HELPER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
 
     def call(self, request: ShardTask) -> ShardAnswer:

@@ -22,7 +22,6 @@ generation and ``eceb validate`` read that one table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -30,8 +29,7 @@ import msgspec
 __all__ = ["Document", "Family"]
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(msgspec.Struct, frozen=True):
     """One kind of document eceb reads or writes.
 
     Attributes:

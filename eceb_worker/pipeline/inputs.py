@@ -14,6 +14,7 @@ grow with the registry).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Final
 
@@ -24,14 +25,13 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.lines import registry_artifacts
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
-from eceb_worker.corpus.sorting import MemorySorter
+from eceb_worker.corpus.sorting import MemorySorter, Sorter
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
 from eceb_worker.families.eceb.run_index import IndexedRun, index_run
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.locations import Location, Locator
-from eceb_worker.io.spill import ExternalSorter
 
 __all__ = [
     "CheckedInputs",
@@ -91,14 +91,18 @@ def load_registry(
     every problem, ``StorageError`` when the storage cannot be used."""
     location = _located(where, locator)
     held = keep is KEEP_ALL
+    new_sorter: Callable[[], Sorter] = MemorySorter
+    if not held:  # held whole, the registry is in memory anyway: so can its sorts be
+        from eceb_worker.io.spill import ExternalSorter  # its temporary files: only then
+
+        new_sorter = ExternalSorter
     return scan_registry(
         location.chunks,
         location.name,
         keep=keep,
         shard_bytes=shard_bytes,
         file_cost_bytes=file_cost_bytes,
-        # Held whole, the registry is in memory anyway: so can its sorts be.
-        new_sorter=MemorySorter if held else ExternalSorter,
+        new_sorter=new_sorter,
         digest_ranges=not held,
     )
 

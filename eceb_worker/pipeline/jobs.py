@@ -27,22 +27,20 @@ import msgspec
 
 from eceb_worker import __version__
 from eceb_worker.core.urls import parse_s3_url
+from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, plan_rehash
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import (
+    ExpectedArtifact,
     VerificationReport,
     reduce_verification,
     verification_failed,
 )
 from eceb_worker.errors import OutputError, ShardFailedError
+from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, EvaluationShard, plan_evaluation
 from eceb_worker.families.eceb.report import Report
-from eceb_worker.families.eceb.shards import (
-    DEFAULT_SHARD_OBSERVATIONS,
-    EvaluationShard,
-    plan_evaluation,
-    reduce_evaluation,
-)
+from eceb_worker.families.eceb.shards import reduce_evaluation
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
 from eceb_worker.pipeline.messages import (
@@ -158,7 +156,7 @@ class Job:
                 registry=checked,
                 endpoint_url=message.inputs.endpoint_url,
                 shard=shard,
-                artifacts=registry.artifacts[shard.start : shard.end] if self.held is not None else (),
+                artifacts=_expected(registry.artifacts[shard.start : shard.end]) if self.held is not None else (),
                 job_id=message.job_id,
             )
             for shard in shards
@@ -255,6 +253,11 @@ class Job:
     def _evaluation_plan(self, prepared: Prepared) -> list[EvaluationShard]:
         counts = [len(prepared.run.observations.get(task_id, ())) for task_id in prepared.task_ids]
         return plan_evaluation(counts, shard_observations=self.message.shard_observations)
+
+
+def _expected(artifacts: Sequence[Artifact]) -> tuple[ExpectedArtifact, ...]:
+    """What a held shard's task carries of its artifacts."""
+    return tuple([ExpectedArtifact(a.artifact_id, a.path, a.source_digest, a.size_bytes) for a in artifacts])
 
 
 def _same_place(a: str, b: str) -> bool:

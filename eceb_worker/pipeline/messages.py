@@ -16,12 +16,12 @@ from typing import Annotated
 
 import msgspec
 
-from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.corpus.verification import HashOutcome, ShardVerification
+from eceb_worker.corpus.verification import ExpectedArtifact, HashOutcome, ShardVerification
 from eceb_worker.errors import ErrorKind
-from eceb_worker.families.eceb.shards import EvaluationShard, TaskOutcome
+from eceb_worker.families.eceb.planning import EvaluationShard
+from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
     "CheckedRegistry",
@@ -138,7 +138,8 @@ class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid
     """Re-hash one shard (ECEB-0.1 §5).
 
     Its artifacts come with it when the sender holds the registry (``eceb
-    corpus verify``, ``eceb evaluate``: paths and digests, no corpus byte),
+    corpus verify``, ``eceb evaluate``: ids, paths, digests and sizes, no
+    corpus byte),
     else by reference: its lines of the registry, a byte range the worker
     reads and decodes (a cluster job, whose coordinator holds no artifact).
 
@@ -155,7 +156,7 @@ class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid
     registry: CheckedRegistry
     endpoint_url: str | None = None
     shard: RehashShard
-    artifacts: tuple[Artifact, ...] = ()
+    artifacts: tuple[ExpectedArtifact, ...] = ()
     job_id: str = ""
 
 

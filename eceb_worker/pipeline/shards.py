@@ -5,26 +5,23 @@ the map steps of every job, the same code whichever process runs them
 A :class:`Workspace` is what one process keeps between shard tasks: one S3
 client per endpoint, the job inputs it decoded (per version), the
 artifacts a run refers to; the process that checked a job's inputs lends
-its own (:class:`Held`), so that it reads nothing twice.
+its own (:class:`Held`), so that it reads nothing twice. What only
+evaluation shards need is imported by them: a helper process that
+re-hashes starts without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.lines import registry_range_artifacts
-from eceb_worker.corpus.registry import Registry
-from eceb_worker.corpus.verification import hash_outcomes, shard_verification
-from eceb_worker.families.eceb.benchmark import Benchmark, Task
-from eceb_worker.families.eceb.run_index import IndexedRun
-from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, evaluation_task_ids
+from eceb_worker.corpus.verification import Registered, hash_outcomes, shard_verification
+from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.io.locations import Locator
 from eceb_worker.io.storage import shared_storage
-from eceb_worker.pipeline.inputs import load_benchmark, load_referenced_artifacts, load_run
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateAnswer,
@@ -39,6 +36,10 @@ from eceb_worker.pipeline.messages import (
 )
 
 if TYPE_CHECKING:
+    from eceb_worker.corpus.artifacts import Artifact
+    from eceb_worker.corpus.registry import Registry
+    from eceb_worker.families.eceb.benchmark import Benchmark, Task
+    from eceb_worker.families.eceb.run_index import IndexedRun
     from eceb_worker.io.objects import ObjectStore
 
 __all__ = ["Held", "Prepared", "Workspace"]
@@ -132,6 +133,8 @@ class Workspace:
             return self._held.prepared
         found = self._prepared.get(inputs)
         if found is None:
+            from eceb_worker.pipeline.inputs import load_benchmark, load_run
+
             locator = self.locator(inputs.endpoint_url, inputs.etags)
             found = Prepared.of(load_benchmark(inputs.benchmark, locator), load_run(inputs.run, locator))
             _remember(self._prepared, inputs, found)
@@ -147,6 +150,8 @@ class Workspace:
             return self._by_id
         found = self._referenced.get(inputs)
         if found is None:
+            from eceb_worker.pipeline.inputs import load_referenced_artifacts
+
             prepared = self.prepared(inputs)
             locator = self.locator(inputs.endpoint_url, inputs.etags)
             found = load_referenced_artifacts(registry.location, prepared.benchmark, prepared.run, locator)
@@ -166,7 +171,7 @@ class Workspace:
 
     def _rehash(self, task: RehashTask) -> RehashAnswer:
         shard = task.shard
-        artifacts: list[Artifact] | tuple[Artifact, ...] = task.artifacts
+        artifacts: Sequence[Registered] = task.artifacts
         if not artifacts and shard.count:
             registry = task.registry
             pins = ((registry.location, registry.etag),) if registry.etag else ()
@@ -180,6 +185,8 @@ class Workspace:
         return RehashAnswer(index=shard.index, verification=shard_verification(artifacts, results, start=shard.start))
 
     def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
+        from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
+
         prepared = self.prepared(task.inputs)
         artifacts = self.artifacts(task.inputs, task.registry)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.families.eceb.report import Report
-from eceb_worker.families.eceb.tasks import TaskResult
+from eceb_worker.families.eceb.verdicts import TaskResult
 
 __all__ = ["bps", "finding_lines", "report_lines", "task_line", "verdict_line", "verification_verdict"]
 

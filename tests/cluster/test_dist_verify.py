@@ -29,6 +29,7 @@ from eceb_worker.cluster.tasks import SHARD_TASKS
 from eceb_worker.corpus.planning import plan_rehash
 from eceb_worker.corpus.registry import Registry, build_registry, registry_lines
 from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import ExpectedArtifact
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
 from eceb_worker.pipeline.messages import CheckedRegistry, RehashAnswer, RehashTask, ShardTask, Stage
 from eceb_worker.pipeline.shards import Workspace
@@ -245,7 +246,10 @@ def rehash_task(registry: Registry, root: Path) -> RehashTask:
     )
     [shard] = plan_rehash([registry.artifacts[0].size_bytes])
     return RehashTask(
-        corpus=StorageSpec(source=str(root)), registry=checked, shard=shard, artifacts=registry.artifacts[:1]
+        corpus=StorageSpec(source=str(root)),
+        registry=checked,
+        shard=shard,
+        artifacts=(ExpectedArtifact.of(registry.artifacts[0]),),
     )
 
 

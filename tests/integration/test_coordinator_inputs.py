@@ -20,7 +20,8 @@ import pytest
 
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, evaluation_task_ids, reduce_evaluation
+from eceb_worker.families.eceb.planning import evaluation_task_ids
+from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.io.locations import Locator
 from eceb_worker.pipeline.inputs import (
     check_inputs,

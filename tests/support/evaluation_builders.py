@@ -20,7 +20,8 @@ from eceb_worker.families.eceb.run import (
     SelectedArtifact,
     Tokenizer,
 )
-from eceb_worker.families.eceb.tasks import TaskEvidence, TaskResult, evaluate_task
+from eceb_worker.families.eceb.tasks import TaskEvidence, evaluate_task
+from eceb_worker.families.eceb.verdicts import TaskResult
 from tests.support.helpers import artifact
 
 ARTIFACTS: dict[str, Artifact] = {

@@ -10,13 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report
-from eceb_worker.families.eceb.shards import (
-    evaluate_tasks_of_run,
-    evaluation_task_ids,
-    plan_evaluation,
-    reduce_evaluation,
-)
+from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
 from eceb_worker.pipeline.jobs import evaluate
 from tests.support.paths import EXAMPLES, SHARED

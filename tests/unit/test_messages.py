@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from eceb_worker.corpus.planning import plan_rehash
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.corpus.verification import ShardVerification
+from eceb_worker.corpus.verification import ExpectedArtifact, ShardVerification
 from eceb_worker.errors import (
     ErrorKind,
     InputError,
@@ -20,7 +20,7 @@ from eceb_worker.errors import (
     StorageError,
     VerificationError,
 )
-from eceb_worker.families.eceb.shards import EvaluationShard
+from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateTask,
@@ -50,7 +50,12 @@ def tasks() -> list[ShardTask]:
     corpus = StorageSpec(source="s3://b/corpus", endpoint_url="http://127.0.0.1:9000")
     return [
         RehashTask(corpus=corpus, registry=CHECKED, shard=shard, job_id="j"),
-        RehashTask(corpus=corpus, registry=CHECKED, shard=shard, artifacts=(artifact("a"), artifact("b"))),
+        RehashTask(
+            corpus=corpus,
+            registry=CHECKED,
+            shard=shard,
+            artifacts=(ExpectedArtifact.of(artifact("a")), ExpectedArtifact.of(artifact("b"))),
+        ),
         EvaluateTask(inputs=INPUTS, registry=CHECKED, shard=EvaluationShard(index=3, start=0, end=2, observations=5)),
         HashTask(corpus=corpus, index=7, paths=["a", "b"]),
     ]

@@ -11,33 +11,6 @@
   ladder walk, minimum viable budget, savings (§10-§12).
 - :mod:`~eceb_worker.families.eceb.shards`: the evaluation plan, map step and reduce.
 - :mod:`~eceb_worker.families.eceb.report`: the report and its digests (§12, §15, §16).
+- :mod:`~eceb_worker.families.eceb.family`: the family's documents, as
+  :class:`~eceb_worker.families.Family`.
 """
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Final
-
-from eceb_worker.families import Document
-from eceb_worker.families.eceb.benchmark import Benchmark
-from eceb_worker.families.eceb.report import Report
-from eceb_worker.families.eceb.run import Run
-from eceb_worker.families.eceb.vocabulary import BENCHMARK_SCHEMA, REPORT_SCHEMA, RUN_SCHEMA
-
-__all__ = ["FAMILY", "EcebFamily"]
-
-
-@dataclass(frozen=True)
-class EcebFamily:
-    """ECEB-0.1 as a :class:`~eceb_worker.families.Family`."""
-
-    name: str = "eceb"
-    seed: str = "ECEB-0.1"
-    documents: tuple[Document, ...] = (
-        Document("benchmark", BENCHMARK_SCHEMA, "benchmark-v0.1.json", Benchmark),
-        Document("run", RUN_SCHEMA, "run-v0.1.json", Run),
-        Document("report", REPORT_SCHEMA, "report-v0.1.json", Report),
-    )
-
-
-FAMILY: Final = EcebFamily()

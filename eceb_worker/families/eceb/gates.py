@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import msgspec
@@ -302,8 +301,7 @@ def _no_viable_budget(view: TaskView) -> list[Assertion]:
     return [Assertion(gate="no_viable_budget", message=f"no budget of {ladder} passes every gate")]
 
 
-@dataclass(frozen=True)
-class GroupGate:
+class GroupGate(msgspec.Struct, frozen=True):
     """A gate checked on every group: its name, its place in the report
     (``order``), the section it implements and its rule."""
 
@@ -313,8 +311,7 @@ class GroupGate:
     rule: Callable[[Group], list[Failure]]
 
 
-@dataclass(frozen=True)
-class TaskCheck:
+class TaskCheck(msgspec.Struct, frozen=True):
     """A check of the task as a whole: its name, its place in the report
     (``order``), the section it implements and its rule."""
 

@@ -19,7 +19,7 @@ import msgspec
 
 from eceb_worker.core.canonical import canonical_json, canonical_lines
 from eceb_worker.families.eceb.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
-from eceb_worker.families.eceb.tasks import TaskResult
+from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
 
 __all__ = [

@@ -1,8 +1,8 @@
-"""A run's evaluation cut into shards (ECEB-0.1 §8-§15): the plan, the map
-step over any range of tasks, and the reduce into the report.
+"""A run's evaluation cut into shards (ECEB-0.1 §8-§15): the map step over
+any range of tasks, and the reduce into the report (the plan is
+:mod:`eceb_worker.families.eceb.planning`).
 
-:func:`plan_evaluation` cuts the tasks (benchmark and run, sorted by id) into
-shards balanced by observations; :func:`evaluate_tasks_of_run` decodes each
+:func:`evaluate_tasks_of_run` decodes each
 task's records, checks them, evaluates the task and digests its records;
 :func:`reduce_evaluation` folds the outcomes of every shard, in any order,
 into one report, the same bytes whatever the shard size.
@@ -11,89 +11,22 @@ into one report, the same bytes whatever the shard size.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Final
 
-import msgspec
-
-from eceb_worker.core.planning import cut_ranges
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.consistency import task_record_problems
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
 from eceb_worker.families.eceb.run_index import IndexedRun, decode_task_evidence
-from eceb_worker.families.eceb.tasks import TaskResult, evaluate_task
+from eceb_worker.families.eceb.tasks import evaluate_task
+from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
-    "DEFAULT_SHARD_OBSERVATIONS",
-    "EvaluationShard",
-    "TaskOutcome",
     "evaluate_tasks_of_run",
-    "evaluation_task_ids",
-    "plan_evaluation",
     "problem_order",
     "record_problems_of_run",
     "reduce_evaluation",
 ]
-
-DEFAULT_SHARD_OBSERVATIONS: Final = 200_000
-"""Default size of one evaluation shard, in observations: about two seconds of
-decoding, checking and gating on one core (see docs/PERFORMANCE.md)."""
-
-
-class EvaluationShard(msgspec.Struct, frozen=True, kw_only=True):
-    """A contiguous range of task ids (sorted, :func:`evaluation_task_ids`) to evaluate together.
-
-    Fields:
-        index: 0-based position of the shard in its plan.
-        start: index of the first task id; ``end``: one past the last.
-        observations: observations the shard decodes and gates.
-    """
-
-    index: Annotated[int, msgspec.Meta(ge=0)]
-    start: Annotated[int, msgspec.Meta(ge=0)]
-    end: Annotated[int, msgspec.Meta(ge=0)]
-    observations: Annotated[int, msgspec.Meta(ge=0)]
-
-
-def evaluation_task_ids(benchmark: Benchmark, run: IndexedRun) -> list[str]:
-    """Every task id to evaluate, sorted: the benchmark's and the run's
-    (:func:`plan_evaluation` cuts this list)."""
-    return sorted({t.task_id for t in benchmark.tasks} | run.task_ids)
-
-
-def plan_evaluation(
-    observation_counts: list[int], *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS
-) -> list[EvaluationShard]:
-    """Cut tasks (given by their observation counts, in task id order) into
-    shards balanced by observations; a task never spans two shards (its
-    groups are evaluated together) and counts at least 1 (a task without
-    observations is still evaluated). Raises ValueError for a non-positive
-    ``shard_observations``.
-    """
-    costs = [max(count, 1) for count in observation_counts]
-    ranges = cut_ranges(costs, shard_observations, name="shard_observations")
-    return [
-        EvaluationShard(index=index, start=start, end=end, observations=sum(observation_counts[start:end]))
-        for index, (start, end) in enumerate(ranges)
-    ]
-
-
-class TaskOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """What the map step produced for one task id of the run or benchmark.
-
-    Fields:
-        task_id: the task.
-        result: its evaluation (``None`` when it has problems or is not a
-            task of the benchmark).
-        records_digest: BLAKE3 of its records (for the run digest).
-        problems: every problem of its records.
-    """
-
-    task_id: str
-    result: TaskResult | None
-    records_digest: str
-    problems: tuple[Problem, ...]
 
 
 def evaluate_tasks_of_run(

@@ -19,9 +19,9 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
 from eceb_worker.families.eceb.gates import GATE_ORDER, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
-from eceb_worker.families.eceb.verdicts import Assertion, GroupResult
+from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 
-__all__ = ["STRATEGY_ORDER", "TaskEvidence", "TaskResult", "evaluate_task", "quality_threshold"]
+__all__ = ["STRATEGY_ORDER", "TaskEvidence", "evaluate_task", "quality_threshold"]
 
 STRATEGY_ORDER: Final = {"": 0, "full_permitted_context": 1, "compiled": 2, "naive_top_k": 3}
 
@@ -31,53 +31,6 @@ class TaskEvidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     observations: tuple[Observation, ...] = ()
     auxiliary_costs: tuple[AuxiliaryCost, ...] = ()
-
-
-class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """The per-task figures ECEB-0.1 §12 requires, and every failed assertion.
-
-    Figures are integers: tokens, micro-USD, thousandths (``_milli``), basis
-    points (``_bps``). Compiled figures are those of the minimum viable
-    budget; ``None`` where there is none. Savings are given only for a
-    passing task.
-
-    Fields:
-        task_id, passed.
-        minimum_viable_budget: the first ladder budget whose group passes.
-        baseline_prompt_tokens, compiled_prompt_tokens: floored mean input tokens.
-        token_savings_bps: ``floor(10,000 × (full − compiled) / full)``, at least 0.
-        baseline_cost_micro_usd, compiled_cost_micro_usd: floored mean cost per
-            repetition, auxiliary costs included.
-        cost_savings_bps: as token savings, over cost; ``None`` when the
-            baseline cost is zero.
-        baseline_quality_milli: floored mean baseline quality.
-        quality_floor_milli: τ of §10.
-        compiled_quality_milli: floored mean quality at the minimum viable budget.
-        provenance_coverage_bps, policy_violations, repeatability: at the
-            minimum viable budget.
-        policy_violations_all_groups: violations in every group of the task.
-        failed_assertions: every failed assertion of the task, all groups.
-        groups: every evaluated group: baseline, each ladder budget, naive_top_k.
-    """
-
-    task_id: str
-    passed: bool
-    minimum_viable_budget: int | None
-    baseline_prompt_tokens: int | None
-    compiled_prompt_tokens: int | None
-    token_savings_bps: int | None
-    baseline_cost_micro_usd: int | None
-    compiled_cost_micro_usd: int | None
-    cost_savings_bps: int | None
-    baseline_quality_milli: int | None
-    quality_floor_milli: int
-    compiled_quality_milli: int | None
-    provenance_coverage_bps: int | None
-    policy_violations: int | None
-    repeatability: bool | None
-    policy_violations_all_groups: int
-    failed_assertions: tuple[Assertion, ...]
-    groups: tuple[GroupResult, ...]
 
 
 def _assertion_key(a: Assertion) -> tuple[int, int, int, str, int, str]:

@@ -1,6 +1,7 @@
-"""What the gates of ECEB-0.1 find (§11-§14): a failed assertion, and the
-measurements and verdict of one task/strategy/budget group. The gates
-themselves are in :mod:`eceb_worker.families.eceb.gates`."""
+"""What an evaluation finds (ECEB-0.1 §11-§14): a failed assertion, the
+measurements and verdict of one task/strategy/budget group, one task's
+figures, and what a shard of the evaluation produced for one task. The gates
+that find them are in :mod:`eceb_worker.families.eceb.gates`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["Assertion", "GateName", "GroupResult"]
+from eceb_worker.errors import Problem
+
+__all__ = ["Assertion", "GateName", "GroupResult", "TaskOutcome", "TaskResult"]
 
 GateName = Literal[
     "repetitions",
@@ -78,3 +81,67 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     provenance_coverage_bps: int | None
     policy_violations: int
     repeatable: bool | None
+
+
+class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The per-task figures ECEB-0.1 §12 requires, and every failed assertion.
+
+    Figures are integers: tokens, micro-USD, thousandths (``_milli``), basis
+    points (``_bps``). Compiled figures are those of the minimum viable
+    budget; ``None`` where there is none. Savings are given only for a
+    passing task.
+
+    Fields:
+        task_id, passed.
+        minimum_viable_budget: the first ladder budget whose group passes.
+        baseline_prompt_tokens, compiled_prompt_tokens: floored mean input tokens.
+        token_savings_bps: ``floor(10,000 × (full − compiled) / full)``, at least 0.
+        baseline_cost_micro_usd, compiled_cost_micro_usd: floored mean cost per
+            repetition, auxiliary costs included.
+        cost_savings_bps: as token savings, over cost; ``None`` when the
+            baseline cost is zero.
+        baseline_quality_milli: floored mean baseline quality.
+        quality_floor_milli: τ of §10.
+        compiled_quality_milli: floored mean quality at the minimum viable budget.
+        provenance_coverage_bps, policy_violations, repeatability: at the
+            minimum viable budget.
+        policy_violations_all_groups: violations in every group of the task.
+        failed_assertions: every failed assertion of the task, all groups.
+        groups: every evaluated group: baseline, each ladder budget, naive_top_k.
+    """
+
+    task_id: str
+    passed: bool
+    minimum_viable_budget: int | None
+    baseline_prompt_tokens: int | None
+    compiled_prompt_tokens: int | None
+    token_savings_bps: int | None
+    baseline_cost_micro_usd: int | None
+    compiled_cost_micro_usd: int | None
+    cost_savings_bps: int | None
+    baseline_quality_milli: int | None
+    quality_floor_milli: int
+    compiled_quality_milli: int | None
+    provenance_coverage_bps: int | None
+    policy_violations: int | None
+    repeatability: bool | None
+    policy_violations_all_groups: int
+    failed_assertions: tuple[Assertion, ...]
+    groups: tuple[GroupResult, ...]
+
+
+class TaskOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What the map step produced for one task id of the run or benchmark.
+
+    Fields:
+        task_id: the task.
+        result: its evaluation (``None`` when it has problems or is not a
+            task of the benchmark).
+        records_digest: BLAKE3 of its records (for the run digest).
+        problems: every problem of its records.
+    """
+
+    task_id: str
+    result: TaskResult | None
+    records_digest: str
+    problems: tuple[Problem, ...]

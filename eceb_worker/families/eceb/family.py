@@ -1,0 +1,31 @@
+"""ECEB-0.1 as a benchmark family (:class:`~eceb_worker.families.Family`):
+the documents it publishes."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from eceb_worker.families import Document
+from eceb_worker.families.eceb.benchmark import Benchmark
+from eceb_worker.families.eceb.report import Report
+from eceb_worker.families.eceb.run import Run
+from eceb_worker.families.eceb.vocabulary import BENCHMARK_SCHEMA, REPORT_SCHEMA, RUN_SCHEMA
+
+__all__ = ["FAMILY", "EcebFamily"]
+
+
+class EcebFamily(msgspec.Struct, frozen=True):
+    """ECEB-0.1 as a :class:`~eceb_worker.families.Family`."""
+
+    name: str = "eceb"
+    seed: str = "ECEB-0.1"
+    documents: tuple[Document, ...] = (
+        Document("benchmark", BENCHMARK_SCHEMA, "benchmark-v0.1.json", Benchmark),
+        Document("run", RUN_SCHEMA, "run-v0.1.json", Run),
+        Document("report", REPORT_SCHEMA, "report-v0.1.json", Report),
+    )
+
+
+FAMILY: Final = EcebFamily()
