@@ -61,3 +61,16 @@ def test_helpers_report_a_failing_storage(tmp_path: Path) -> None:
 
     with pytest.raises(StorageError, match="absent"):
         verify_corpus(registry, spec, executor=InProcessExecutor(2), shard_bytes=1)
+
+
+@pytest.mark.usefixtures("always_help")
+def test_helpers_run_this_eceb_whatever_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory holding another ``eceb_worker`` (a checkout, a decoy) is
+    never put first on a helper's path."""
+    decoy = tmp_path / "elsewhere" / "eceb_worker"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the wrong eceb_worker')\n")
+    registry = make_corpus(tmp_path / "corpus", FILES)
+    monkeypatch.chdir(decoy.parent)
+    spec = StorageSpec(source=str(tmp_path / "corpus"))
+    assert verify_corpus(registry, spec, executor=InProcessExecutor(2), shard_bytes=1).ok
