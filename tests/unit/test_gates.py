@@ -279,6 +279,28 @@ def test_provenance_coverage_is_the_lowest_repetition_share() -> None:
     assert next(g for g in result.groups if g.budget == 100).provenance_coverage_bps == 5000
 
 
+def test_repetitions_sharing_a_selection_each_report_its_failures() -> None:
+    """Repetitions that select the same artifacts are judged once, and every
+    one of them still reports the failures; a repetition that selects the
+    same artifacts in another order is judged alike."""
+    group = [
+        obs(repetition=1, selected=("req", "secret", "ghost")),
+        obs(repetition=2, selected=("req", "secret", "ghost")),
+        obs(repetition=3, selected=("ghost", "secret", "req")),
+        obs(repetition=4, selected=("req",)),
+    ]
+    result = evaluate(baseline() + group + passing(200))
+    failing = sorted((a.gate, a.repetition, a.message) for a in result.failed_assertions if a.budget == 100)
+    assert failing == sorted(
+        [
+            *(("policy", r, "selected 'ghost': unknown artifact") for r in (1, 2, 3)),
+            *(("policy", r, "selected 'secret': classification restricted not allowed") for r in (1, 2, 3)),
+            *(("provenance", r, "selected artifact 'ghost' is not in the registry") for r in (1, 2, 3)),
+        ]
+    )
+    assert next(g for g in result.groups if g.budget == 100).policy_violations == 6
+
+
 def test_every_gate_is_a_named_rule_in_one_table() -> None:
     """A gate's rule, its section and its report order live in GATES alone;
     GateName names the same gates for the type checker."""

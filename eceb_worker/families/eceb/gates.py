@@ -20,7 +20,8 @@ import msgspec
 from eceb_worker.core.arithmetic import floor_mean, ratio_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task, query_digest
-from eceb_worker.families.eceb.run import Configuration, FactorialExperiment, Observation
+from eceb_worker.families.eceb.run import Configuration, FactorialExperiment, Observation, SelectedArtifact
+from eceb_worker.families.eceb.selection import Selection, judge_selection
 from eceb_worker.families.eceb.verdicts import Assertion, GateName, GroupResult
 
 __all__ = [
@@ -51,10 +52,6 @@ def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-Selection = tuple[str, str]
-"""An artifact placed in the context: ``(artifact_id, observed digest)``."""
-
-
 class Group:
     """One task/strategy/budget group as its gates see it (ECEB-0.1 §11).
 
@@ -62,11 +59,10 @@ class Group:
         task, strategy, budget: the group (``budget`` None: no budget gate).
         observations: its observations, in repetition order.
         threshold_milli: the quality floor τ (§10) its observations must reach.
-        artifacts: the registry by artifact id.
         required: each required artifact's current digest, by id (sorted).
-        selections: each observation's selected artifacts.
-        covered: for each observation, how many required artifacts it
-            selected with their current digest.
+        selections: for each observation, the :class:`Selection` of its
+            selected artifacts. Observations that select the same artifacts
+            in the same order share one, judged once.
     """
 
     def __init__(
@@ -83,41 +79,16 @@ class Group:
         self.budget = budget
         self.observations = sorted(observations, key=lambda o: o.repetition)
         self.threshold_milli = threshold_milli
-        self.artifacts = artifacts
         self.required = {a: artifacts[a].source_digest for a in sorted(task.required_artifacts)}
-        self.selections = [
-            {(s.artifact_id, s.observed_digest) for s in o.selected_artifacts} for o in self.observations
-        ]
-        pairs = set(self.required.items())
-        self.covered = [len(pairs & selected) for selected in self.selections]
-        self._verdicts: dict[Selection, tuple[str | None, str | None]] = {}
-
-    def verdict(self, selection: Selection) -> tuple[str | None, str | None]:
-        """The provenance failure and the policy violation (messages, or
-        None) of one selection (ECEB-0.1 §6, §14); judged once per group.
-        A required artifact's digest is judged by the coverage check instead."""
-        found = self._verdicts.get(selection)
-        if found is None:
-            found = self._verdicts[selection] = self._judge(selection)
-        return found
-
-    def _judge(self, selection: Selection) -> tuple[str | None, str | None]:
-        artifact_id, observed = selection
-        artifact = self.artifacts.get(artifact_id)
-        reasons = []
-        provenance = None
-        if artifact is None:
-            reasons.append("unknown artifact")
-            provenance = f"selected artifact {artifact_id!r} is not in the registry"
-        else:
-            if artifact.classification not in self.task.allowed_classifications:
-                reasons.append(f"classification {artifact.classification} not allowed")
-            if artifact_id not in self.required and observed != artifact.source_digest:
-                provenance = f"selected artifact {artifact_id!r} has stale digest {observed}"
-        if artifact_id in self.task.denied_artifacts:
-            reasons.append("denied for this task")
-        policy = f"selected {artifact_id!r}: {'; '.join(reasons)}" if reasons else None
-        return provenance, policy
+        judged: dict[tuple[SelectedArtifact, ...], Selection] = {}
+        self.selections: list[Selection] = []
+        for o in self.observations:
+            selection = judged.get(o.selected_artifacts)
+            if selection is None:
+                selection = judged[o.selected_artifacts] = judge_selection(
+                    o.selected_artifacts, task, self.required, artifacts
+                )
+            self.selections.append(selection)
 
 
 def _repetitions(group: Group) -> list[Failure]:
@@ -165,21 +136,11 @@ def _answer_terms(group: Group) -> list[Failure]:
 def _provenance(group: Group) -> list[Failure]:
     """§11.4: every required artifact selected with its current digest, and
     every selected artifact known to the registry with its current digest."""
-    failures: list[Failure] = []
-    required = group.required
-    for o, selected, covered in zip(group.observations, group.selections, group.covered, strict=True):
-        if covered != len(required):
-            observed_of = dict(selected)
-            for artifact_id, digest in required.items():
-                observed = observed_of.get(artifact_id)
-                if observed is None:
-                    failures.append((o.repetition, f"required artifact {artifact_id!r} not selected"))
-                elif observed != digest:
-                    failures.append(
-                        (o.repetition, f"required artifact {artifact_id!r} selected with stale digest {observed}")
-                    )
-        failures.extend((o.repetition, p) for p, _ in map(group.verdict, selected) if p is not None)
-    return failures
+    return [
+        (o.repetition, failure)
+        for o, selection in zip(group.observations, group.selections, strict=True)
+        for failure in selection.provenance
+    ]
 
 
 def _policy(group: Group) -> list[Failure]:
@@ -187,9 +148,8 @@ def _policy(group: Group) -> list[Failure]:
     allow, denied for the task, or unknown to the registry."""
     return [
         (o.repetition, violation)
-        for o, selected in zip(group.observations, group.selections, strict=True)
-        for _, violation in map(group.verdict, selected)
-        if violation is not None
+        for o, selection in zip(group.observations, group.selections, strict=True)
+        for violation in selection.policy
     ]
 
 
@@ -372,7 +332,7 @@ def evaluate_group(
     count = len(ordered)
     costs = [obs.input_cost_micro_usd + obs.output_cost_micro_usd for obs in ordered]
     qualities = [obs.quality_milli for obs in ordered]
-    covered = group.covered
+    covered = [selection.covered for selection in group.selections]
     result = GroupResult(
         strategy=strategy,
         budget=budget,
@@ -384,7 +344,7 @@ def evaluate_group(
         quality_milli=floor_mean(qualities) if ordered else None,
         minimum_quality_milli=min(qualities) if ordered else None,
         latency_ms=floor_mean([obs.latency_ms for obs in ordered]) if ordered else None,
-        provenance_coverage_bps=min(ratio_bps(c, len(group.required)) for c in covered) if covered else None,
+        provenance_coverage_bps=ratio_bps(min(covered), len(group.required)) if covered else None,
         policy_violations=sum(1 for failure in failures if failure.gate == "policy"),
         repeatable=None if not ordered else len({obs.context_digest for obs in ordered}) == 1,
     )
