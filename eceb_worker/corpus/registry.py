@@ -18,8 +18,9 @@ report the same problems, worded the same, all together:
   are in corpus-root order); otherwise the canonical records are sorted and
   hashed in order.
 
-A registry in corpus-root order is therefore read once. Otherwise it is
-read a second time (``open_chunks`` is called again) and three sorts run.
+A registry in corpus-root order is therefore read once. Otherwise three
+sorts run, over the artifacts held when every one is kept, else over a
+second reading (``open_chunks`` is called again).
 
 The same pass cuts the re-hash plan
 (:class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts in
@@ -39,7 +40,7 @@ from typing import Any, Final
 import blake3
 import msgspec
 
-from eceb_worker.core.canonical import canonical_json, canonical_lines
+from eceb_worker.core.canonical import canonical_json
 from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, Artifact, RegistryHeader
 from eceb_worker.corpus.corpus_root import RootHasher, canonical_records, corpus_root_of_sorted, root_lines
 from eceb_worker.corpus.lines import (
@@ -54,7 +55,13 @@ from eceb_worker.corpus.lines import (
     lines_of,
 )
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashPlanner, RehashShard
-from eceb_worker.corpus.sorting import MemorySorter, Sorter
+from eceb_worker.corpus.sorting import (
+    MemorySorter,
+    Sorter,
+    add_sort_keys,
+    duplicate_keys,
+    encoded_values,
+)
 from eceb_worker.errors import InputError, Problem
 
 __all__ = [
@@ -150,7 +157,8 @@ def scan_registry(
 
     ``open_chunks()`` gives the registry's bytes from the first (as chunks
     of any sizes); it is called once when the lines are in corpus-root
-    order, twice otherwise (both times the same bytes). ``name`` is how
+    order, twice otherwise unless every artifact is kept (both times the
+    same bytes). ``name`` is how
     problems name the file. ``keep`` names the artifact ids to keep (an id
     the registry lacks is simply absent), or is :data:`KEEP_ALL`.
     ``new_sorter`` makes each of the (up to three) sorters a registry not in
@@ -186,17 +194,17 @@ def scan_registry(
         sorters = [new_sorter() for _ in range(3)]
         try:
             ids, paths, records = sorters
-            _second_pass(
-                open_chunks(),
-                ids if need_ids else None,
-                paths if need_paths else None,
-                records if need_records else None,
-            )
-            for number, value, first_line in _duplicates(ids.sorted()):
+            wanted = (ids if need_ids else None, paths if need_paths else None, records if need_records else None)
+            if first.kept_numbers is not None:
+                # Every artifact is held, with its line number: no second read.
+                add_sort_keys(first.kept, list(chain.from_iterable(first.kept_numbers)), *wanted)
+            else:
+                _second_pass(open_chunks(), *wanted)
+            for number, value, first_line in duplicate_keys(ids.sorted()):
                 duplicates.append((number, 1, duplicate_problem(name, number, "artifact_id", value, first_line)))
                 if first.paths_are_ids:
                     duplicates.append((number, 2, duplicate_problem(name, number, "path", value, first_line)))
-            for number, value, first_line in _duplicates(paths.sorted()):
+            for number, value, first_line in duplicate_keys(paths.sorted()):
                 duplicates.append((number, 2, duplicate_problem(name, number, "path", value, first_line)))
             if need_records:
                 root = corpus_root_of_sorted(records.sorted())
@@ -230,13 +238,6 @@ def _ascending(values: Sequence[bytes], previous: bytes | None) -> bool:
     if previous is not None and not previous < values[0]:
         return False
     return all(map(operator.lt, values, islice(values, 1, None)))
-
-
-def _encoded(values: list[str]) -> list[bytes]:
-    """Each value as a JSON string (quotes included): unique, and ordered so
-    that distinct values never compare equal on a prefix (no JSON string is a
-    proper prefix of another)."""
-    return canonical_lines(values).split(b"\n")[:-1] if values else []
 
 
 class _RangeDigests:
@@ -287,6 +288,9 @@ class _FirstPass:
         self.name = name
         self.keep = keep
         self.kept: list[Artifact] = []
+        self.kept_numbers: list[Sequence[int]] | None = [] if keep is None else None
+        """The line numbers of the artifacts kept, block by block, when every
+        artifact (every line that decodes) is kept; ``None`` otherwise."""
         self.problems: list[tuple[int, Problem]] = []
         self.header: RegistryHeader | None = None
         self.header_number = 0  # 0 until the header line is seen
@@ -319,7 +323,9 @@ class _FirstPass:
             self.planner.start_at(header_end)
             if self.ranges is not None:
                 self.ranges.start(header_end)
-        artifacts, _numbers, ends = decode_block(block, lines, first, self.name, self.problems)
+        artifacts, numbers, ends = decode_block(block, lines, first, self.name, self.problems)
+        if self.kept_numbers is not None:
+            self.kept_numbers.append(numbers)
         closed = len(self.planner.closed)
         self._account(artifacts, ends)
         if self.ranges is not None:
@@ -341,11 +347,11 @@ class _FirstPass:
             self.paths_are_ids = False
             self.paths_ascending, self.last_path = self.ids_ascending, self.last_id
         if self.ids_ascending:
-            encoded = _encoded(ids)
+            encoded = encoded_values(ids)
             self.ids_ascending = _ascending(encoded, self.last_id)
             self.last_id = encoded[-1]
         if not self.paths_are_ids and self.paths_ascending:
-            encoded = _encoded(paths)
+            encoded = encoded_values(paths)
             self.paths_ascending = _ascending(encoded, self.last_path)
             self.last_path = encoded[-1]
         if self.ids_ascending:
@@ -356,41 +362,9 @@ class _FirstPass:
 
 
 def _second_pass(chunks: Iterable[bytes], ids: Sorter | None, paths: Sorter | None, records: Sorter | None) -> None:
-    """Add the sort keys of the registry's artifact lines to the sorters
-    given: ``JSON(artifact_id) || line number`` (8 bytes, big-endian) to
-    ``ids``, the same of the path to ``paths``, the canonical record to
-    ``records``. Sorted, keys are grouped by value (no JSON string is a
-    proper prefix of another), then ordered by line."""
+    """Read the registry again and add the sort keys of its artifact lines to
+    the sorters given (:func:`~eceb_worker.corpus.sorting.add_sort_keys`)."""
     for block, lines, first in artifact_blocks(chunks):
         artifacts, numbers, _ends = decode_block(block, lines, first, "", None)
-        if not artifacts:
-            continue
-        suffixes = [number.to_bytes(8, "big") for number in numbers]
-        if ids is not None:
-            ids.extend(map(operator.add, _encoded([a.artifact_id for a in artifacts]), suffixes))
-        if paths is not None:
-            paths.extend(map(operator.add, _encoded([a.path for a in artifacts]), suffixes))
-        if records is not None:
-            records.extend(canonical_records(artifacts))
-
-
-_DUPLICATE_BATCH: Final = 65536
-
-
-def _duplicates(keys: Iterator[bytes]) -> Iterator[tuple[int, str, int]]:
-    """``(line, value, first line)`` of every key of :func:`_second_pass`
-    (sorted) whose value an earlier line already holds, in key order."""
-    previous = b""
-    first_line = 0
-    while batch := list(islice(keys, _DUPLICATE_BATCH)):
-        values = [key[:-8] for key in batch]
-        if values[0] != previous and not any(map(operator.eq, values, islice(values, 1, None))):
-            # No duplicate in this batch (the usual case): only its last key matters.
-            previous, first_line = values[-1], int.from_bytes(batch[-1][-8:], "big")
-            continue
-        for key, value in zip(batch, values, strict=True):
-            number = int.from_bytes(key[-8:], "big")
-            if value != previous:
-                previous, first_line = value, number
-                continue
-            yield number, msgspec.json.decode(value), first_line
+        if artifacts:
+            add_sort_keys(artifacts, numbers, ids, paths, records)

@@ -84,15 +84,29 @@ def file_order_sizes(data: bytes) -> list[int]:
     return [json.loads(raw)["size_bytes"] for raw in lines[1:]]
 
 
+def streamed(data: bytes, spill: Path, **options: Any) -> Any:
+    """The scan keeping no artifact (a registry not in corpus-root order is read twice)."""
+    try:
+        return scan(data, spill, keep=frozenset(), **options)
+    except InputError as exc:
+        return exc.problems
+
+
 def assert_same(data: bytes, spill: Path, **options: Any) -> None:
-    """The scan agrees with ``read_registry`` on ``data``; its shards are
-    ``plan_rehash``'s over the file order, and each byte range decodes to its artifacts."""
+    """The scan agrees with ``read_registry`` on ``data``, keeping every
+    artifact or none; its shards are ``plan_rehash``'s over the file order,
+    and each byte range decodes to its artifacts."""
     expected = whole(data)
     got = scanned(data, spill, **options)
+    kept_none = streamed(data, spill, **options)
     assert os.listdir(spill) == []  # no temporary file is left
     if isinstance(expected, list):
         assert got == expected
+        assert kept_none == expected
         return
+    assert isinstance(kept_none, Registry)
+    assert kept_none.artifacts == ()
+    assert (kept_none.header, kept_none.shards, kept_none.in_root_order) == (got.header, got.shards, got.in_root_order)
     assert isinstance(got, Registry)
     assert got.header == expected.header
     assert got.corpus_root == expected.corpus_root
@@ -191,7 +205,7 @@ def test_blank_lines_no_final_newline_and_any_order(tmp_path: Path) -> None:
             assert_same(variant, tmp_path, block_bytes=block_bytes, shard_bytes=40_000, run_records=2)
 
 
-def test_a_registry_in_root_order_is_read_once(tmp_path: Path) -> None:
+def test_a_registry_in_root_order_or_held_whole_is_read_once(tmp_path: Path) -> None:
     data = registry_bytes(*(artifact(f"id{i}", content=bytes([i])) for i in range(20)))
     opener = Opener(data, 100)
     result = scan_registry(opener, "r", new_sorter=lambda: ExternalSorter(tmp_path))
@@ -205,6 +219,12 @@ def test_a_registry_in_root_order_is_read_once(tmp_path: Path) -> None:
     assert opener.opened == 2
     assert shuffled.corpus_root == result.corpus_root
     assert os.listdir(tmp_path) == []
+    # Keeping every artifact, the sorts run over the artifacts held: one reading.
+    opener.opened = 0
+    held = scan_registry(opener, "r", keep=KEEP_ALL, new_sorter=lambda: ExternalSorter(tmp_path, run_records=3))
+    assert opener.opened == 1
+    assert held.corpus_root == result.corpus_root
+    assert held.by_id() == read_registry(data, "r").by_id()
 
 
 def test_paths_unlike_ids_are_checked_for_duplicates(tmp_path: Path) -> None:
