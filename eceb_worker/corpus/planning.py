@@ -38,9 +38,10 @@ BLAKE3 takes to hash some 30 KB."""
 
 DEFAULT_TASK_BYTES: Final = 256 * 1024 * 1024
 """Default cost of one re-hash shard sent to a cluster (one Celery task), in
-byte-equivalents: some 130 ms of work on one core from local disk, seconds
-from object storage. A task costs about 5 ms of broker and result-backend
-round trips whatever its size (see docs/PERFORMANCE.md), a few percent of this."""
+byte-equivalents: about 0.1 s of work on one core from local disk, seconds
+from object storage. A task costs a few milliseconds of broker and
+result-backend round trips and bookkeeping whatever its size (2 to 4 ms
+measured, see docs/PERFORMANCE.md), a few percent of this."""
 
 Offset = Annotated[int, msgspec.Meta(ge=0)]
 
