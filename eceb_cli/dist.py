@@ -39,6 +39,7 @@ from eceb_worker.cluster.state import Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
@@ -270,7 +271,6 @@ def wait(
     failed (as `eceb evaluate`), 8 when cancelled, 75 on timeout.
     """
     from eceb_cli.corpus import print_findings
-    from eceb_worker.render.text import verification_verdict
 
     cluster = _cluster(broker_url, result_backend)
     state = wait_until_ended(cluster, job_id, timeout)
@@ -281,7 +281,7 @@ def wait(
         click.echo(verification_verdict(report))
     else:
         click.echo(
-            f"{state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report written to {state.get('out')}"
+            f"{tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report written to {state.get('out')}"
         )
     exit_for_verdict(state)
 
@@ -319,12 +319,10 @@ def result(
         atomic_write(output, [data])
         if is_verification(state):
             report = verification_of(state)
-            click.echo(
-                f"{report.verified_count}/{report.artifact_count} artifacts verified; report written to {output}"
-            )
+            click.echo(f"{artifacts_verified(report)}; report written to {output}")
         else:
             click.echo(
-                f"{state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report written to {output}"
+                f"{tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report written to {output}"
             )
     exit_for_verdict(state)
 

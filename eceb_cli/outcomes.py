@@ -18,6 +18,7 @@ from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError
+from eceb_worker.render.text import artifacts_verified, tasks_pass
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
@@ -73,10 +74,10 @@ def status_line(job_id: str, state: dict[str, str], failures: list[str]) -> str:
     if state.get("phase") == Phase.DONE.value:
         if is_verification(state):
             report = verification_of(state)
-            line += f"; {report.verified_count}/{report.artifact_count} artifacts verified"
+            line += f"; {artifacts_verified(report)}"
             line += f"; report {state['out']}" if state.get("out") else ""
         else:
-            line += f"; {state.get('passing_tasks')}/{state.get('total_tasks')} tasks pass; report {state.get('out')}"
+            line += f"; {tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report {state.get('out')}"
     elif state.get("phase") == Phase.FAILED.value:
         line += f"; {state.get('error_kind')} error: {state.get('error')}"
     return line

@@ -11,7 +11,16 @@ from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import TaskResult
 
-__all__ = ["bps", "finding_lines", "report_lines", "task_line", "verdict_line", "verification_verdict"]
+__all__ = [
+    "artifacts_verified",
+    "bps",
+    "finding_lines",
+    "report_lines",
+    "task_line",
+    "tasks_pass",
+    "verdict_line",
+    "verification_verdict",
+]
 
 
 def bps(value: int | None) -> str:
@@ -61,7 +70,13 @@ def report_lines(report: Report, source: str) -> Iterator[str]:
 
 def verdict_line(report: Report) -> str:
     """``k/n tasks pass``."""
-    return f"{report.summary.passing_tasks}/{report.summary.total_tasks} tasks pass"
+    return tasks_pass(report.summary.passing_tasks, report.summary.total_tasks)
+
+
+def tasks_pass(passing: object, total: object) -> str:
+    """``k/n tasks pass`` from the counts of a report (or of a job's state,
+    which holds them)."""
+    return f"{passing}/{total} tasks pass"
 
 
 def finding_lines(report: VerificationReport) -> Iterator[str]:
@@ -78,6 +93,11 @@ def finding_lines(report: VerificationReport) -> Iterator[str]:
         elif finding.detail:
             line += f"  {finding.detail}"
         yield line
+
+
+def artifacts_verified(report: VerificationReport) -> str:
+    """``k/n artifacts verified``."""
+    return f"{report.verified_count}/{report.artifact_count} artifacts verified"
 
 
 def verification_verdict(report: VerificationReport) -> str:
