@@ -2,6 +2,8 @@
 as a whole (``StorageError``: throttled past botocore's own retries, an
 endpoint away for a moment) runs again after an exponential back-off with
 jitter, up to ``ECEB_TASK_MAX_RETRIES`` times; then its job fails naming it.
+What retries, how often and after how long are decided here alone; the
+tasks (:mod:`eceb_worker.cluster.tasks`) ask this policy.
 
 Requests themselves are retried earlier and faster by botocore
 (:mod:`eceb_worker.io.s3`); this policy covers what outlasts those.
@@ -13,10 +15,17 @@ import random
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BACKOFF_MAX_S", "RetryPolicy"]
+from eceb_worker.errors import ShardFailedError, StorageError
+
+__all__ = ["BACKOFF_MAX_S", "CAUSE_LOOKUPS", "RetryPolicy"]
 
 BACKOFF_MAX_S: Final = 60.0
 """The longest wait between two attempts."""
+
+CAUSE_LOOKUPS: Final = 5
+"""How many times the cause of a shard that ended without an answer is
+looked for again (Celery may store it just after the chord's error callback
+is sent), with the policy's back-off."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,12 @@ class RetryPolicy:
     def allows(self, retries: int) -> bool:
         """True when an attempt that already retried ``retries`` times may retry again."""
         return retries < self.max_retries
+
+    def retries(self, exc: BaseException, retries: int) -> bool:
+        """True when a task that failed with ``exc``, after ``retries``
+        retries, runs again: a passing storage failure (``StorageError``,
+        not a shard's final ``ShardFailedError``) while the policy allows."""
+        return isinstance(exc, StorageError) and not isinstance(exc, ShardFailedError) and self.allows(retries)
 
     def countdown(self, retries: int) -> float:
         """Seconds to wait before retry number ``retries + 1``: a random

@@ -37,11 +37,11 @@ from typing import Any, Final
 import msgspec
 
 from eceb_worker.cluster.deliveries import check_delivery
-from eceb_worker.cluster.retry import RetryPolicy
+from eceb_worker.cluster.retry import CAUSE_LOOKUPS, RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.corpus.verification import encode_verification
-from eceb_worker.errors import ErrorKind, InputError, ShardFailedError, StorageError, VerificationError
+from eceb_worker.errors import ErrorKind, InputError, StorageError, VerificationError
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.pipeline.jobs import Finished, Job, MapStage
 from eceb_worker.pipeline.messages import (
@@ -70,7 +70,6 @@ SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "ec
 REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
 """The task that reduces each stage's answers (a chord's callback)."""
 SHARD_LOST_TASK: Final = "eceb.job_shard_lost"
-_CAUSE_LOOKUPS: Final = 5
 _SHARD_ARGUMENTS: Final = "(<shard task>)"
 """What Celery logs and shows for a shard task's arguments, instead of a
 printable copy of its message."""
@@ -100,7 +99,7 @@ def _retry(task: Any, policy: RetryPolicy, exc: BaseException) -> None:
     """Run ``task`` again later when ``exc`` is a passing storage failure and
     the policy allows another attempt (raises Celery's ``Retry``); otherwise return."""
     retries = task.request.retries
-    if isinstance(exc, StorageError) and not isinstance(exc, ShardFailedError) and policy.allows(retries):
+    if policy.retries(exc, retries):
         raise task.retry(exc=exc, countdown=policy.countdown(retries))
 
 
@@ -228,11 +227,11 @@ def job_shard_lost(task: Any, policy: RetryPolicy, failed_task_id: str, job_id: 
     the failed task first). A shard's task ended without an answer (revoked,
     or its process lost for good): end the job as failed, naming the cause
     Celery recorded (it may be stored just after this callback is sent: it is
-    looked for again, :data:`_CAUSE_LOOKUPS` times, with the retry policy's back-off)."""
+    looked for again, :data:`~eceb_worker.cluster.retry.CAUSE_LOOKUPS` times, with the retry policy's back-off)."""
     reason = task.app.AsyncResult(failed_task_id).result
     retries = task.request.retries
-    if reason is None and retries < _CAUSE_LOOKUPS:
-        raise task.retry(countdown=policy.countdown(retries), max_retries=_CAUSE_LOOKUPS)
+    if reason is None and retries < CAUSE_LOOKUPS:
+        raise task.retry(countdown=policy.countdown(retries), max_retries=CAUSE_LOOKUPS)
     JobStore(task.app.backend.client).fail(
         job_id,
         ErrorKind.STORAGE,
