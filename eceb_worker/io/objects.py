@@ -13,8 +13,6 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-import botocore.exceptions
-
 from eceb_worker.core.urls import split_object_url
 from eceb_worker.errors import EcebError, InputError, OutputError, Problem, StorageError
 from eceb_worker.io.s3 import (
@@ -202,11 +200,9 @@ def _found(url: str, absent: AbstractSet[str], head: Callable[[], object]) -> bo
     service answers one of the ``absent`` codes; else the storage's error."""
     try:
         head()
-    except botocore.exceptions.ClientError as exc:
+    except REQUEST_ERRORS as exc:
         if error_code(exc) in absent:
             return False
-        raise s3_error(exc, Role.READING, url) from None
-    except REQUEST_ERRORS as exc:
         raise s3_error(exc, Role.READING, url) from None
     return True
 

@@ -187,8 +187,11 @@ def _client_error(code: str, message: str, role: Role, where: str, path: str) ->
     return ArtifactUnreadable(path, f"{shown}: {message}".strip())
 
 
-def error_code(exc: botocore.exceptions.ClientError) -> str:
-    """The S3 error code the service answered with (``""`` when none)."""
+def error_code(exc: BaseException) -> str:
+    """The S3 error code the service answered with (``""`` when none, or
+    when ``exc`` is not the service's answer)."""
+    if not isinstance(exc, botocore.exceptions.ClientError):
+        return ""
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
