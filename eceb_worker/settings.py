@@ -40,6 +40,16 @@ def _integer(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        text = value.strip().lower()
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {value!r}")
+        return text
+
+    return parse
+
+
 class Setting(msgspec.Struct, frozen=True):
     """One environment variable.
 
@@ -64,6 +74,15 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "s3_endpoint_url",
         None,
         "S3-compatible endpoint for s3:// inputs, corpora and reports (MinIO, Ceph, ...); none for AWS",
+    ),
+    Setting(
+        "ECEB_S3_CHECKSUMS",
+        "s3_checksums",
+        "when_required",
+        "when S3 requests carry flexible checksums (botocore's request_checksum_calculation and "
+        "response_checksum_validation): when_required, as stores that refuse them need "
+        "(eceb checks BLAKE3 digests itself), or when_supported",
+        _choice("when_required", "when_supported"),
     ),
     Setting("ECEB_BROKER_URL", "broker_url", "redis://127.0.0.1:6379/0", "Celery broker URL (redis:// or rediss://)"),
     Setting(
@@ -116,6 +135,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The settings in force (see :data:`SETTINGS` for each field's variable and meaning)."""
 
     s3_endpoint_url: str | None
+    s3_checksums: str
     broker_url: str
     result_backend: str | None
     redis_ca_certs: str | None

@@ -11,6 +11,7 @@ import blake3
 import msgspec
 
 __all__ = [
+    "CHECK_READS",
     "DIGEST_PATTERN",
     "Digest",
     "HashedBytes",
@@ -22,6 +23,13 @@ __all__ = [
 
 HashedBytes = tuple[int, str]
 """``(size_bytes, digest)``: length of the bytes and their BLAKE3-256 in lowercase hex."""
+
+CHECK_READS: Final = 3
+"""Reads of one artifact's or input's bytes, the first included, when they
+fail a check (the registered digest, or a checksum the store sent) before the
+failure is reported: bytes corrupted on their way are read again, never
+reported on the first read (see docs/INTERPRETATIONS.md, "Bytes corrupted in
+transit")."""
 
 DIGEST_PATTERN: Final = "^[0-9a-f]{64}$"
 _DIGEST: Final = re.compile(DIGEST_PATTERN)

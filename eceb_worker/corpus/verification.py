@@ -9,26 +9,34 @@ whatever the shard size or the order the shards finished in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Literal, Protocol
 
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json
-from eceb_worker.core.digests import HashedBytes
+from eceb_worker.core.digests import CHECK_READS, HashedBytes
 from eceb_worker.corpus.artifacts import VERIFICATION_SCHEMA
-from eceb_worker.errors import ArtifactMissing, ArtifactOutsideCorpus, ArtifactReadError, VerificationError
+from eceb_worker.errors import (
+    ArtifactMissing,
+    ArtifactOutsideCorpus,
+    ArtifactReadError,
+    ArtifactUnreadable,
+    VerificationError,
+)
 
 __all__ = [
     "ExpectedArtifact",
     "Finding",
     "FindingStatus",
     "HashOutcome",
+    "HashResult",
     "Registered",
     "ShardVerification",
     "VerificationReport",
     "encode_verification",
     "hash_outcomes",
+    "confirm_mismatches",
     "reduce_verification",
     "shard_verification",
     "verification_failed",
@@ -207,6 +215,53 @@ def _finding(artifact: Registered, result: HashResult) -> Finding | None:
         observed_size=result[0] if stale and not isinstance(result, ArtifactReadError) else None,
         detail=detail,
     )
+
+
+def confirm_mismatches(
+    artifacts: Sequence[Registered],
+    results: Sequence[HashResult],
+    rehash: Callable[[Sequence[str]], Sequence[HashResult]],
+    *,
+    reads: int = CHECK_READS,
+) -> list[HashResult]:
+    """``results`` (what the storage found for each artifact's path, same
+    positions), with every digest that differs from the registered one read
+    again through ``rehash`` (paths to results, like
+    :meth:`~eceb_worker.corpus.storage.CorpusStorage.hash_artifacts`), up to
+    ``reads`` reads of it in all.
+
+    A read that matches the registered digest ends it (the earlier bytes
+    were corrupted on their way): the artifact verifies. A read that gives a
+    digest an earlier read gave ends it too: those are the bytes the storage
+    holds, and the artifact is ``stale``. A read that fails ends it with its
+    failure. When no two of ``reads`` reads agree, the artifact is
+    :class:`~eceb_worker.errors.ArtifactUnreadable`. Raises what ``rehash``
+    raises (``StorageError``). See docs/INTERPRETATIONS.md, "Bytes corrupted
+    in transit".
+    """
+    confirmed = list(results)
+    seen: dict[int, set[str]] = {
+        index: {result[1]}
+        for index, (artifact, result) in enumerate(zip(artifacts, results, strict=True))
+        if type(result) is tuple and result[1] != artifact.source_digest
+    }
+    pending = sorted(seen)
+    for _ in range(reads - 1):
+        if not pending:
+            return confirmed
+        again = rehash([artifacts[index].path for index in pending])
+        unsettled = []
+        for index, result in zip(pending, again, strict=True):
+            confirmed[index] = result
+            if isinstance(result, ArtifactReadError) or result[1] in {artifacts[index].source_digest, *seen[index]}:
+                continue  # settled: a failure, the registered bytes, or bytes read before
+            seen[index].add(result[1])
+            unsettled.append(index)
+        pending = unsettled
+    for index in pending:
+        detail = f"its bytes differed on each of {reads} reads (corrupted in transit?)"
+        confirmed[index] = ArtifactUnreadable(artifacts[index].path, detail)
+    return confirmed
 
 
 def shard_verification(

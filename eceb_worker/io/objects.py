@@ -26,6 +26,9 @@ from eceb_worker.io.s3 import (
     Role,
     error_code,
     make_s3_client,
+    read_body,
+    read_checked,
+    read_object,
     s3_error,
 )
 
@@ -84,14 +87,18 @@ class ObjectStore:
 
     def get(self, url: str, *, etag: str | None = None) -> tuple[bytes, str]:
         """The object's bytes and ETag. With ``etag``, only that version is
-        accepted (a changed object is bad input).
+        accepted (a changed object is bad input). Bytes that fail the
+        checksum the store sent are read again (:func:`~eceb_worker.io.s3.read_checked`).
 
         Raises :class:`InputError` naming the object when it does not exist
-        or changed, ``StorageError`` when the storage cannot be used.
+        or changed, ``StorageError`` when the storage cannot be used or the
+        bytes arrive corrupted on every read.
         """
-        stream, found = self.open(url, etag=etag)
-        with stream:
-            return stream.read(), found
+        bucket, key = _object(url, InputError)
+        try:
+            return read_object(self.client, bucket, key, b"".join, etag=etag)
+        except FAILURES as exc:
+            raise s3_error(exc, Role.READING, url) from None
 
     def open(
         self, url: str, *, etag: str | None = None, buffer_bytes: int = CHUNK_BYTES
@@ -102,7 +109,8 @@ class ObjectStore:
 
         Raises :class:`InputError` naming the object when it does not exist
         or changed, ``StorageError`` when the storage cannot be used; reading
-        the stream raises them too.
+        the stream raises them too, and ``StorageError`` for bytes that fail
+        the checksum the store sent (they were handed out: not read again).
         """
         bucket, key = _object(url, InputError)
         try:
@@ -112,8 +120,9 @@ class ObjectStore:
         return io.BufferedReader(_RawBody(body, url), buffer_size=buffer_bytes), body.etag
 
     def get_range(self, url: str, start: int, end: int, *, etag: str | None = None) -> bytes:
-        """Bytes ``[start, end)`` of the object (one ranged GET; ``start < end``).
-        With ``etag``, only that version is accepted (a changed object is bad input).
+        """Bytes ``[start, end)`` of the object (one ranged GET, again when its
+        bytes fail the checksum the store sent; ``start < end``). With
+        ``etag``, only that version is accepted (a changed object is bad input).
 
         Raises :class:`InputError` naming the object when it does not exist
         or changed, ``StorageError`` when the storage cannot be used or the
@@ -123,12 +132,16 @@ class ObjectStore:
             raise ValueError(f"not a byte range: [{start}, {end})")
         bucket, key = _object(url, InputError)
         extra = {"IfMatch": etag} if etag else {}
-        try:
+
+        def read() -> bytes:
             response = self.client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **extra)
             if etag and str(response.get("ETag", "")) != etag:
                 response["Body"].close()
                 raise ObjectChanged(key)
-            data: bytes = response["Body"].read()
+            return read_body(response["Body"])
+
+        try:
+            data = read_checked(read)
         except FAILURES as exc:
             raise s3_error(exc, Role.READING, url) from None
         if len(data) != end - start:

@@ -9,7 +9,17 @@ Retries: every request is retried by botocore's ``standard`` mode
 ``max_attempts``). A connection that breaks while an object's bytes stream
 is not covered by those: the read resumes where it stopped with a ranged GET
 of the same version (``If-Match`` its ETag), :data:`STREAM_ATTEMPTS` reads
-in all, with back-off (:class:`ResumableBody`).
+in all, with back-off (:class:`ResumableBody`). Bytes that fail the
+checksum the store sent cannot be resumed (the digest has taken them in):
+the object is read again whole, :data:`~eceb_worker.core.digests.CHECK_READS`
+reads in all, with the same back-off (:func:`read_checked`).
+
+Checksums: botocore's flexible checksums (``x-amz-checksum-*`` headers,
+``aws-chunked`` bodies) are sent and checked only when an operation requires
+them, unless ``ECEB_S3_CHECKSUMS`` is ``when_supported``
+(:mod:`eceb_worker.settings`): many S3-compatible stores answer 400
+InvalidArgument to them, and eceb checks every artifact's BLAKE3 digest
+itself.
 
 Errors: :func:`s3_error` is the one table from botocore's exceptions and S3
 error codes to eceb's errors, for each role a request plays (hashing an
@@ -26,14 +36,15 @@ from __future__ import annotations
 import contextlib
 import enum
 import time
-from collections.abc import Iterator
-from typing import Any, Final
+from collections.abc import Callable, Iterator
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import boto3
 import botocore.config
 import botocore.exceptions
 
+from eceb_worker.core.digests import CHECK_READS
 from eceb_worker.errors import (
     ArtifactMissing,
     ArtifactUnreadable,
@@ -43,6 +54,7 @@ from eceb_worker.errors import (
     Problem,
     StorageError,
 )
+from eceb_worker.settings import read_setting
 
 __all__ = [
     "CHUNK_BYTES",
@@ -52,6 +64,7 @@ __all__ = [
     "REQUEST_ERRORS",
     "STREAM_ATTEMPTS",
     "BrokenStream",
+    "CorruptBody",
     "ObjectChanged",
     "ResumableBody",
     "Role",
@@ -59,8 +72,13 @@ __all__ = [
     "error_code",
     "get_object",
     "make_s3_client",
+    "read_body",
+    "read_checked",
+    "read_object",
     "s3_error",
 ]
+
+T = TypeVar("T")
 
 CHUNK_BYTES: Final = 1024 * 1024
 """Bytes read from an object's body at a time."""
@@ -112,7 +130,13 @@ class BrokenStream(Exception):
     last error's type name."""
 
 
-FAILURES: Final = (*REQUEST_ERRORS, ObjectChanged, BrokenStream)
+class CorruptBody(Exception):
+    """The bytes read do not match the checksum the store sent with them
+    (botocore's ``FlexibleChecksumError``): corrupted on their way. Carries
+    how often that happened."""
+
+
+FAILURES: Final = (*REQUEST_ERRORS, ObjectChanged, BrokenStream, CorruptBody)
 """Everything :func:`s3_error` maps."""
 
 
@@ -145,6 +169,10 @@ def s3_error(exc: BaseException, role: Role, where: str, path: str = "") -> Eceb
         if role is Role.ARTIFACT:
             return ArtifactUnreadable(path, "changed while it was read")
         return InputError([Problem(file=where, message="changed while the job ran (its ETag differs)")])
+    if isinstance(exc, CorruptBody):
+        if role is Role.ARTIFACT:
+            return ArtifactUnreadable(path, f"corrupted in transit ({exc})")
+        return StorageError(f"{where}: corrupted in transit ({exc})")
     if isinstance(exc, BrokenStream):
         kind = str(exc)
         if role is Role.ARTIFACT:
@@ -210,16 +238,32 @@ def check_endpoint(endpoint_url: str) -> None:
 
 
 def make_s3_client(
-    endpoint_url: str | None, *, concurrency: int = DEFAULT_CONCURRENCY, max_attempts: int = REQUEST_ATTEMPTS
+    endpoint_url: str | None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_attempts: int = REQUEST_ATTEMPTS,
+    checksums: str | None = None,
 ) -> Any:
     """A boto3 S3 client (path-style addressing for a custom endpoint, botocore's
-    ``standard`` retries, a pool of ``concurrency`` connections). Credentials
-    come from boto3's default chain. Raises ValueError for a malformed endpoint
-    (the message never repeats it: it may embed credentials).
+    ``standard`` retries, a pool of ``concurrency`` connections, flexible
+    checksums ``checksums``: ``when_required`` or ``when_supported``, by
+    default ``ECEB_S3_CHECKSUMS``). Credentials come from boto3's default
+    chain. Raises ValueError for a malformed endpoint (the message never
+    repeats it: it may embed credentials) or checksum mode.
     """
     if endpoint_url is not None:
         check_endpoint(endpoint_url)
+    wanted = read_setting("s3_checksums") if checksums is None else checksums
+    mode: Literal["when_required", "when_supported"]
+    if wanted == "when_required":
+        mode = "when_required"
+    elif wanted == "when_supported":
+        mode = "when_supported"
+    else:
+        raise ValueError(f"not a checksum mode: {wanted!r}")
     config = botocore.config.Config(
+        request_checksum_calculation=mode,
+        response_checksum_validation=mode,
         max_pool_connections=max(1, concurrency),
         retries={"mode": "standard", "max_attempts": max_attempts},
         s3={"addressing_style": "path"} if endpoint_url else None,
@@ -269,12 +313,14 @@ class ResumableBody:
         while True:
             try:
                 data: bytes = self._body.read(size)
+            except botocore.exceptions.FlexibleChecksumError:
+                raise CorruptBody("checksum mismatch") from None
             except (botocore.exceptions.BotoCoreError, OSError) as exc:
                 if self._reads >= STREAM_ATTEMPTS:
                     raise BrokenStream(type(exc).__name__) from None
                 with contextlib.suppress(Exception):
                     self._body.close()
-                time.sleep(STREAM_BACKOFF_S * 2 ** (self._reads - 1))
+                _back_off(self._reads)
                 self._reads += 1
                 self._body, _ = get_object(self._client, self._bucket, self._key, etag=self.etag, start=self._position)
                 continue
@@ -289,3 +335,52 @@ class ResumableBody:
     def close(self) -> None:
         """Close the connection's body."""
         self._body.close()
+
+
+def _back_off(reads: int) -> None:
+    """Wait before read number ``reads + 1`` of the same bytes."""
+    time.sleep(STREAM_BACKOFF_S * 2 ** (reads - 1))
+
+
+def read_body(body: Any) -> bytes:
+    """The whole of a response's ``body``; :class:`CorruptBody` when it
+    fails the checksum the store sent."""
+    try:
+        data: bytes = body.read()
+    except botocore.exceptions.FlexibleChecksumError:
+        raise CorruptBody("checksum mismatch") from None
+    return data
+
+
+def read_checked(read: Callable[[], T]) -> T:
+    """``read()``, a whole read of an object's bytes from the first, again
+    while its bytes fail the checksum the store sent (:class:`CorruptBody`),
+    :data:`~eceb_worker.core.digests.CHECK_READS` reads in all, with
+    back-off; then :class:`CorruptBody` saying so. Raises what ``read`` raises."""
+    reads = 1
+    while True:
+        try:
+            return read()
+        except CorruptBody:
+            if reads >= CHECK_READS:
+                raise CorruptBody(f"checksum mismatch on each of {reads} reads") from None
+        _back_off(reads)
+        reads += 1
+
+
+def read_object(
+    client: Any, bucket: str, key: str, consume: Callable[[Iterator[bytes]], T], *, etag: str | None = None
+) -> tuple[T, str]:
+    """``consume`` applied to the chunks of ``bucket/key`` (only version
+    ``etag`` when given), read through :class:`ResumableBody` and again whole
+    by :func:`read_checked`; with the object's ETag. Raises what they raise
+    (:data:`FAILURES`)."""
+
+    def read() -> tuple[T, str]:
+        body = ResumableBody(client, bucket, key, etag=etag)
+        try:
+            return consume(body.chunks()), body.etag
+        finally:
+            body.close()
+
+    return read_checked(read)

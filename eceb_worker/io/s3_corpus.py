@@ -19,10 +19,10 @@ from eceb_worker.io.s3 import (
     FAILURES,
     REQUEST_ATTEMPTS,
     REQUEST_ERRORS,
-    ResumableBody,
     Role,
     check_endpoint,
     make_s3_client,
+    read_object,
     s3_error,
 )
 
@@ -73,18 +73,16 @@ class S3Storage:
 
     def hash_artifact(self, path: str) -> HashedBytes:
         """Stream the object's bytes through BLAKE3; ``(size_bytes, hex digest)``.
+        Bytes that fail the checksum the store sent are read again whole
+        (:func:`~eceb_worker.io.s3.read_checked`).
 
         Raises ``ArtifactMissing`` (no such key), ``ArtifactUnreadable``
-        (access denied, read failed after retries) or ``StorageError`` (the
-        bucket does not exist, the endpoint cannot be reached, no credentials
-        were found or the service rejects them).
+        (access denied, read failed after retries, corrupted on every read)
+        or ``StorageError`` (the bucket does not exist, the endpoint cannot
+        be reached, no credentials were found or the service rejects them).
         """
         try:
-            body = ResumableBody(self._client, self._bucket, self._key(path))
-            try:
-                return digest_chunks(body.chunks())
-            finally:
-                body.close()
+            return read_object(self._client, self._bucket, self._key(path), digest_chunks)[0]
         except FAILURES as exc:
             raise s3_error(exc, Role.ARTIFACT, self.location, path) from None
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from eceb_worker.corpus.lines import registry_range_artifacts
-from eceb_worker.corpus.verification import Registered, hash_outcomes, shard_verification
+from eceb_worker.corpus.verification import Registered, confirm_mismatches, hash_outcomes, shard_verification
 from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.io.locations import Locator
 from eceb_worker.io.storage import shared_storage
@@ -181,7 +181,10 @@ class Workspace:
                 .read_range(shard.byte_start, shard.byte_end)
             )
             artifacts = registry_range_artifacts(data, shard, name=registry.location)
-        results = shared_storage(task.corpus).hash_artifacts([a.path for a in artifacts])
+        storage = shared_storage(task.corpus)
+        results = confirm_mismatches(
+            artifacts, storage.hash_artifacts([a.path for a in artifacts]), storage.hash_artifacts
+        )
         return RehashAnswer(index=shard.index, verification=shard_verification(artifacts, results, start=shard.start))
 
     def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
