@@ -13,6 +13,7 @@ Hierarchy::
         │   │                    final, never retried
         │   └── ShardLostError   delivered too often: the worker process
         │                        running it died each time
+        ├── NoSuchBucketError    the bucket does not exist: final, never retried
         └── ArtifactReadError    one artifact could not be read
             ├── ArtifactMissing         no object at the artifact's path
             ├── ArtifactOutsideCorpus   the path resolves outside the corpus directory
@@ -40,6 +41,7 @@ __all__ = [
     "EcebError",
     "ErrorKind",
     "InputError",
+    "NoSuchBucketError",
     "OutputError",
     "Problem",
     "ShardFailedError",
@@ -123,6 +125,11 @@ class ShardLostError(ShardFailedError):
     """A task of a distributed job was delivered more often than
     ``ECEB_MAX_DELIVERIES``: the worker process running it died each time
     (see :mod:`eceb_worker.cluster.deliveries`)."""
+
+
+class NoSuchBucketError(StorageError):
+    """The storage answered that the bucket does not exist (``NoSuchBucket``):
+    asking again cannot help. Final: never retried."""
 
 
 class ArtifactReadError(StorageError):

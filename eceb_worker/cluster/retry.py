@@ -2,6 +2,7 @@
 as a whole (``StorageError``: throttled past botocore's own retries, an
 endpoint away for a moment) runs again after an exponential back-off with
 jitter, up to ``ECEB_TASK_MAX_RETRIES`` times; then its job fails naming it.
+A bucket that does not exist (``NoSuchBucketError``) is final: it fails at once.
 What retries, how often and after how long are decided here alone; the
 tasks (:mod:`eceb_worker.cluster.tasks`) ask this policy.
 
@@ -15,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Final
 
-from eceb_worker.errors import ShardFailedError, StorageError
+from eceb_worker.errors import NoSuchBucketError, ShardFailedError, StorageError
 
 __all__ = ["BACKOFF_MAX_S", "CAUSE_LOOKUPS", "RetryPolicy"]
 
@@ -48,8 +49,10 @@ class RetryPolicy:
     def retries(self, exc: BaseException, retries: int) -> bool:
         """True when a task that failed with ``exc``, after ``retries``
         retries, runs again: a passing storage failure (``StorageError``,
-        not a shard's final ``ShardFailedError``) while the policy allows."""
-        return isinstance(exc, StorageError) and not isinstance(exc, ShardFailedError) and self.allows(retries)
+        not a final one: a shard's ``ShardFailedError``, a bucket that does
+        not exist) while the policy allows."""
+        final = isinstance(exc, (ShardFailedError, NoSuchBucketError))
+        return isinstance(exc, StorageError) and not final and self.allows(retries)
 
     def countdown(self, retries: int) -> float:
         """Seconds to wait before retry number ``retries + 1``: a random

@@ -23,7 +23,9 @@ itself.
 
 Errors: :func:`s3_error` is the one table from botocore's exceptions and S3
 error codes to eceb's errors, for each role a request plays (hashing an
-artifact, listing a corpus, reading an input, writing an output).
+artifact, listing a corpus, reading an input, writing an output). A bucket
+that does not exist is :class:`~eceb_worker.errors.NoSuchBucketError`
+(final: no retry policy runs it again).
 
 Credentials come only from boto3's default chain (environment, shared files,
 instance roles); they are never printed, logged or written anywhere.
@@ -50,6 +52,7 @@ from eceb_worker.errors import (
     ArtifactUnreadable,
     EcebError,
     InputError,
+    NoSuchBucketError,
     OutputError,
     Problem,
     StorageError,
@@ -194,12 +197,13 @@ def s3_error(exc: BaseException, role: Role, where: str, path: str = "") -> Eceb
 def _client_error(code: str, message: str, role: Role, where: str, path: str) -> EcebError:  # noqa: PLR0911 - a table
     """:func:`s3_error` for an error the service answered with (``code``)."""
     shown = code or "error"
-    if role is Role.LISTING:
-        return StorageError(f"{where}: cannot list ({shown})")
     if role is Role.WRITING:
         return OutputError(f"{where}: no such bucket" if code == NO_SUCH_BUCKET else f"{where}: cannot write ({shown})")
     if code == NO_SUCH_BUCKET:
-        return StorageError(f"{where}: no such bucket")
+        listing = role is Role.LISTING
+        return NoSuchBucketError(f"{where}: cannot list ({shown})" if listing else f"{where}: no such bucket")
+    if role is Role.LISTING:
+        return StorageError(f"{where}: cannot list ({shown})")
     if role is Role.READING:
         if code in MISSING_CODES:
             return InputError([Problem(file=where, message="cannot read: no such object")])

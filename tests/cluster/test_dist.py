@@ -324,10 +324,12 @@ def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server:
     store.client.close()
 
 
-def test_unreadable_corpus_fails_as_storage_after_retries(
+def test_a_corpus_in_a_missing_bucket_fails_as_storage_without_retries(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
+    """NoSuchBucket is final: the shard fails at once, never "Retry in"."""
     out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    missing = f"no-such-bucket-{uuid.uuid4().hex[:8]}"
     result = dist(
         redis_server,
         s3_server,
@@ -335,7 +337,7 @@ def test_unreadable_corpus_fails_as_storage_after_retries(
         f"s3://{bucket}/seed/benchmark.json",
         f"s3://{bucket}/seed/run.json",
         "--corpus",
-        f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/corpus",
+        f"s3://{missing}/corpus",
         "--out",
         out,
         "--shard-bytes",
@@ -348,5 +350,6 @@ def test_unreadable_corpus_fails_as_storage_after_retries(
     assert "no such bucket" in waited.stderr
     status = dist(redis_server, s3_server, "status", job_id)
     assert "failures 1" in status.stdout
-    assert "Retry in" in workers.logs()
+    logs = workers.logs()
+    assert not [line for line in logs.splitlines() if "Retry in" in line and missing in line], logs[-4000:]
     assert not ObjectStore(s3_server.endpoint_url).exists(out)

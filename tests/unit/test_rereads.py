@@ -1,17 +1,20 @@
-"""What is read again: a digest that differs from the registry's is read
-again before it is reported (eceb_worker/corpus/verification.py); and the
-checksum setting that decides what botocore sends (eceb_worker/settings.py)."""
+"""What is read or run again, and what never is: a digest that differs from
+the registry's is read again before it is reported (eceb_worker/corpus/verification.py),
+a bucket that does not exist is final (eceb_worker/io/s3.py, eceb_worker/cluster/retry.py),
+and the checksum setting that decides what botocore sends (eceb_worker/settings.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import botocore.exceptions
 import pytest
 
+from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.core.digests import CHECK_READS, digest_bytes
 from eceb_worker.corpus.verification import HashResult, confirm_mismatches, shard_verification
-from eceb_worker.errors import ArtifactMissing, ArtifactUnreadable
-from eceb_worker.io.s3 import make_s3_client
+from eceb_worker.errors import ArtifactMissing, ArtifactUnreadable, NoSuchBucketError, OutputError, StorageError
+from eceb_worker.io.s3 import Role, make_s3_client, s3_error
 from eceb_worker.settings import load_settings, read_setting
 from tests.support.helpers import artifact
 
@@ -75,6 +78,24 @@ def test_bytes_that_never_agree_are_unreadable_after_the_bound() -> None:
     assert str(unreadable) == f"a: its bytes differed on each of {CHECK_READS} reads (corrupted in transit?)"
     [finding] = shard_verification(ARTIFACTS, results).findings
     assert (finding.status, finding.observed_digest, finding.detail) == ("unreadable", None, unreadable.detail)
+
+
+def no_such_bucket() -> botocore.exceptions.ClientError:
+    return botocore.exceptions.ClientError(
+        {"Error": {"Code": "NoSuchBucket", "Message": "The specified bucket does not exist"}}, "GetObject"
+    )
+
+
+def test_a_missing_bucket_is_final_for_every_role_and_never_retried() -> None:
+    policy = RetryPolicy(max_retries=3)
+    for role in (Role.ARTIFACT, Role.READING, Role.LISTING):
+        error = s3_error(no_such_bucket(), role, "s3://gone/x", "a.txt")
+        assert isinstance(error, NoSuchBucketError), role
+        assert not policy.retries(error, 0), role
+    assert str(s3_error(no_such_bucket(), Role.READING, "s3://gone/x")) == "s3://gone/x: no such bucket"
+    assert str(s3_error(no_such_bucket(), Role.LISTING, "s3://gone/x")) == "s3://gone/x: cannot list (NoSuchBucket)"
+    assert isinstance(s3_error(no_such_bucket(), Role.WRITING, "s3://gone/x"), OutputError)
+    assert policy.retries(StorageError("s3://b/x: cannot reach the endpoint (ConnectionError)"), 0)
 
 
 def test_checksums_are_sent_only_when_required_unless_set() -> None:
