@@ -211,3 +211,47 @@ def test_integers_beyond_the_json_safe_range_are_bad_input(tmp_path: Path) -> No
     found = located(problems(lambda: load_and_check(bench_path, run_path)))
     assert ("run.json", "observations[0]", "latency_ms") in found
     assert ("run.json", "factorial_experiment", "factors") in found
+
+
+def rename_task(benchmark: dict[str, Any], run: dict[str, Any], old: str, new: str) -> None:
+    for task in benchmark["tasks"]:
+        if task["task_id"] == old:
+            task["task_id"] = new
+    for record in (*run["observations"], *run["auxiliary_costs"]):
+        if record["task_id"] == old:
+            record["task_id"] = new
+
+
+@pytest.mark.parametrize("task_id", ["t[1x", "a[²]", "x[0", "q[9/", "o[1]"])
+def test_costs_beyond_the_safe_range_name_the_records_of_their_group(tmp_path: Path, task_id: str) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    rename_task(benchmark, run, "disk-full-escalation", task_id)
+    write(bench_path, benchmark)
+    for index in (3, 4):  # compiled@256, with observations[5] and auxiliary_costs[0], [1], [2]
+        run["observations"][index]["input_tokens"] = 2**51
+        run["observations"][index]["input_cost_micro_usd"] = 3 * 2**51  # follows the pricing
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))
+    beyond = [p for p in found if "beyond 2^53 - 1" in p.message]
+    assert [(p.record, p.field) for p in beyond] == [
+        ("auxiliary_costs[0]", ""),
+        ("auxiliary_costs[1]", ""),
+        ("auxiliary_costs[2]", ""),
+        ("observations[3]", ""),
+        ("observations[4]", ""),
+        ("observations[5]", ""),
+    ]
+    assert all(p.file == str(run_path) and f"{task_id}/compiled/256" in p.message for p in beyond)
+
+
+def test_run_problems_come_in_record_order_whatever_the_task_ids(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    rename_task(benchmark, run, "disk-full-escalation", "b[10]")
+    rename_task(benchmark, run, "db-failover-steps", "a[2]")
+    write(bench_path, benchmark)
+    for index in (11, 2, 10, 3):
+        run["observations"][index]["latency_ms"] = -1
+    run["observations"][6]["configuration_id"] = "nope"
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))  # with the header's task root
+    assert [p.record for p in found if p.record != "benchmark"] == [f"observations[{i}]" for i in (2, 3, 6, 10, 11)]

@@ -17,6 +17,7 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Observation, RunHeader
+from eceb_worker.families.eceb.verdicts import RecordProblem
 
 __all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
 
@@ -156,7 +157,7 @@ def task_record_problems(
     *,
     file: str,
     benchmark_known: bool,
-) -> list[Problem]:
+) -> list[RecordProblem]:
     """Every inconsistency of one task's records (positions give the record names).
 
     With ``benchmark_known``, ``task`` is the benchmark's task (``None``: the
@@ -167,15 +168,19 @@ def task_record_problems(
     follow the configuration's pricing snapshot (ECEB-0.1 §8 and the
     task-context reference's credit formula); no artifact selected twice;
     repetition numbers unique per strategy/budget group (§13). Per auxiliary
-    cost: charged to a group that has observations.
+    cost: charged to a group that has observations. Per strategy/budget
+    group: a total cost within 2^53 - 1, else every record of the group is
+    named.
     """
-    problems: list[Problem] = []
+    problems: list[RecordProblem] = []
 
     def add(index: int, field: str, message: str, *, array: str = "observations") -> None:
-        problems.append(Problem(file=file, record=f"{array}[{index}]", field=field, message=message))
+        problem = Problem(file=file, record=f"{array}[{index}]", field=field, message=message)
+        problems.append(RecordProblem(array=array, index=index, problem=problem))
 
     first_of_repetition: dict[tuple[str, int | None, int], int] = {}
     totals: dict[tuple[str, int | None], int] = {}  # cost of each strategy/budget group
+    members: dict[tuple[str, int | None], list[tuple[str, int]]] = {}  # its records
     digests: set[str] = set()
     for _, obs in observations:
         digests.add(obs.query_digest)
@@ -218,7 +223,8 @@ def task_record_problems(
                 or abs(obs.output_cost_micro_usd * 1_000_000 - obs.output_tokens * rate[2]) >= 1_000_000
             ):
                 configuration = configurations[obs.configuration_id]
-                problems.extend(_cost_problems(obs, cached, configuration, file, f"observations[{index}]"))
+                for field, message in _cost_problems(obs, cached, configuration):
+                    add(index, field, message)
         if len(obs.selected_artifacts) > 1:
             selected_ids = [s.artifact_id for s in obs.selected_artifacts]
             if len(set(selected_ids)) != len(selected_ids):
@@ -226,6 +232,7 @@ def task_record_problems(
                     add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
         group = (obs.strategy, obs.budget)
         totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+        members.setdefault(group, []).append(("observations", index))
         seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
@@ -234,26 +241,26 @@ def task_record_problems(
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
     groups = set(totals)
-    for _, aux in auxiliary_costs:
+    for index, aux in auxiliary_costs:
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd
-    for (strategy, budget), total in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
-        if total > SAFE_INTEGER_MAX:
-            problems.append(
-                Problem(
-                    file=file,
-                    record=f"{task_id}/{strategy}/{budget}",
-                    message=f"costs total {total} micro-USD, beyond 2^53 - 1: not reportable exactly",
-                )
-            )
-    for index, aux in auxiliary_costs:
-        if (aux.strategy, aux.budget) not in groups:
+        members.setdefault(key, []).append(("auxiliary_costs", index))
+        if key not in groups:
             add(
                 index,
                 "",
                 f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
                 array="auxiliary_costs",
             )
+    for (strategy, budget), total in totals.items():
+        if total > SAFE_INTEGER_MAX:
+            records = members[(strategy, budget)]
+            message = (
+                f"with the {len(records)} record(s) of {task_id}/{strategy}/{budget}, costs total {total} "
+                "micro-USD, beyond 2^53 - 1: not reportable exactly"
+            )
+            for array, index in records:
+                add(index, "", message, array=array)
     return problems
 
 
@@ -265,9 +272,8 @@ def _digest_fields(obs: Observation) -> list[tuple[str, str]]:
     return fields
 
 
-def _cost_problems(
-    obs: Observation, cached: int, configuration: Configuration, file: str, record: str
-) -> list[Problem]:
+def _cost_problems(obs: Observation, cached: int, configuration: Configuration) -> list[tuple[str, str]]:
+    """(field, message) of each recorded cost of ``obs`` that does not follow its pricing."""
     pricing = configuration.pricing
     (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
         obs.input_tokens,
@@ -285,11 +291,6 @@ def _cost_problems(
         if not low <= value <= high:
             expected = f"{low}" if low == high else f"{low}..{high}"
             problems.append(
-                Problem(
-                    file=file,
-                    record=record,
-                    field=field,
-                    message=f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}",
-                )
+                (field, f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}")
             )
     return problems

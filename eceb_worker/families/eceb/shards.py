@@ -23,7 +23,6 @@ from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
     "evaluate_tasks_of_run",
-    "problem_order",
     "record_problems_of_run",
     "reduce_evaluation",
 ]
@@ -79,11 +78,11 @@ def evaluate_tasks_of_run(
     return outcomes
 
 
-def problem_order(problem: Problem) -> tuple[str, int, str, str]:
-    """Sort key putting problems in record order (``observations[3]`` before ``observations[12]``)."""
-    name, _, rest = problem.record.partition("[")
-    index = int(rest.split("]")[0]) if rest[:1].isdigit() else -1
-    return (name, index, problem.field, problem.message)
+def _in_record_order(outcomes: Iterable[TaskOutcome]) -> list[Problem]:
+    """Every problem of ``outcomes``, in record order (by
+    :attr:`~eceb_worker.families.eceb.verdicts.RecordProblem.order`)."""
+    located = sorted((p for o in outcomes for p in o.problems), key=lambda p: p.order)
+    return [p.problem for p in located]
 
 
 def record_problems_of_run(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
@@ -91,7 +90,7 @@ def record_problems_of_run(run: IndexedRun, benchmark: Benchmark | None) -> list
     given), in record order."""
     tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else {}
     outcomes = evaluate_tasks_of_run(sorted(run.task_ids), run, tasks, None)
-    return sorted((p for o in outcomes for p in o.problems), key=problem_order)
+    return _in_record_order(outcomes)
 
 
 def reduce_evaluation(
@@ -113,7 +112,7 @@ def reduce_evaluation(
     delivered twice must never count twice).
     """
     collected = list(outcomes)
-    problems = sorted((p for o in collected for p in o.problems), key=problem_order)
+    problems = _in_record_order(collected)
     if problems:
         raise InputError(problems)
     header = run.header
