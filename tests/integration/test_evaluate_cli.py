@@ -309,3 +309,39 @@ def test_every_input_from_s3_gives_the_same_report(tmp_path: Path, s3_server: S3
     )
     assert code == exit_codes.BAD_INPUT
     assert "no-such-benchmark.json" in err
+
+
+def test_run_problems_confined_to_one_task_fail_that_task_and_the_others_are_evaluated(tmp_path: Path) -> None:
+    _, seed_report, _ = evaluate_seed(tmp_path / "before")
+    changed = subset_seed(tmp_path, set(EXPECTED))
+    run = json.loads((changed / "run.json").read_text())
+    observations = run["observations"]
+    assert (observations[4]["task_id"], observations[4]["budget"]) == ("disk-full-escalation", 256)
+    assert (observations[9]["task_id"], observations[9]["budget"]) == ("db-failover-steps", 256)
+    observations[4]["budget"] = 300  # compiled, off the ladder
+    observations[9]["selected_artifacts"].append(observations[9]["selected_artifacts"][0])  # selected twice
+    (changed / "run.json").write_text(json.dumps(run))
+    code, report, output = evaluate_seed(tmp_path, seed=changed)
+    assert code == exit_codes.TASKS_FAILED, output
+    tasks = {t["task_id"]: t for t in report["tasks"]}
+    off_ladder = tasks["disk-full-escalation"]
+    assert not off_ladder["passed"]
+    assert {
+        "gate": "off_ladder",
+        "strategy": "compiled",
+        "budget": 300,
+        "repetition": 2,
+        "message": "observed at budget 300, which is not on the task's ladder [256, 512, 1024]: not evaluated",
+    } in off_ladder["failed_assertions"]
+    twice = tasks["db-failover-steps"]
+    assert not twice["passed"]
+    assert [
+        (a["gate"], a["strategy"], a["budget"], a["repetition"])
+        for a in twice["failed_assertions"]
+        if a["gate"] == "duplicate_selection"
+    ] == [("duplicate_selection", "compiled", 256, 1)]
+    before = {t["task_id"]: t for t in seed_report["tasks"]}
+    for task_id in set(EXPECTED) - {"disk-full-escalation", "db-failover-steps"}:
+        assert tasks[task_id] == before[task_id], task_id
+    assert report["summary"]["passing_tasks"] == seed_report["summary"]["passing_tasks"] - 2
+    assert "off_ladder" in output and "duplicate_selection" in output

@@ -162,12 +162,13 @@ def task_record_problems(
 
     With ``benchmark_known``, ``task`` is the benchmark's task (``None``: the
     run names a task the benchmark does not have). Checks, per observation:
-    a known task; a budget that fits its strategy (compiled: on the task's
-    ladder; full_permitted_context: none; naive_top_k: any); a known
+    a known task; no budget on the full permitted-context baseline; a known
     configuration; cached input within input tokens; recorded costs that
     follow the configuration's pricing snapshot (ECEB-0.1 §8 and the
-    task-context reference's credit formula); no artifact selected twice;
-    repetition numbers unique per strategy/budget group (§13). Per auxiliary
+    task-context reference's credit formula); repetition numbers unique per
+    strategy/budget group (§13). A compiled budget off the task's ladder and
+    an artifact selected twice are not problems of the run but failures of
+    their task (:mod:`eceb_worker.families.eceb.gates`). Per auxiliary
     cost: charged to a group that has observations. Per strategy/budget
     group: a total cost within 2^53 - 1, else every record of the group is
     named.
@@ -188,7 +189,6 @@ def task_record_problems(
         for selected in obs.selected_artifacts:
             digests.add(selected.observed_digest)
     malformed = {d for d in digests if not is_digest(d)}
-    ladder = set(task.budget_ladder) if task is not None else set()
     rates = {
         cid: (
             c.pricing.input_micro_usd_per_mtok,
@@ -204,9 +204,6 @@ def task_record_problems(
                     add(index, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
         if benchmark_known and task is None:
             add(index, "task_id", f"{task_id!r} is not a task of the benchmark")
-        elif task is not None and obs.strategy == "compiled" and obs.budget not in ladder:
-            shown = "no budget" if obs.budget is None else f"budget {obs.budget}"
-            add(index, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
             add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
         rate = rates.get(obs.configuration_id)
@@ -225,11 +222,6 @@ def task_record_problems(
                 configuration = configurations[obs.configuration_id]
                 for field, message in _cost_problems(obs, cached, configuration):
                     add(index, field, message)
-        if len(obs.selected_artifacts) > 1:
-            selected_ids = [s.artifact_id for s in obs.selected_artifacts]
-            if len(set(selected_ids)) != len(selected_ids):
-                for artifact_id in _duplicates(selected_ids):
-                    add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
         group = (obs.strategy, obs.budget)
         totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
         members.setdefault(group, []).append(("observations", index))

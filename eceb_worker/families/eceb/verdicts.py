@@ -25,6 +25,8 @@ GateName = Literal[
     "compiled_missing",
     "baseline_zero_tokens",
     "comparability",
+    "off_ladder",
+    "duplicate_selection",
     "no_viable_budget",
 ]
 
