@@ -345,3 +345,20 @@ def test_run_problems_confined_to_one_task_fail_that_task_and_the_others_are_eva
         assert tasks[task_id] == before[task_id], task_id
     assert report["summary"]["passing_tasks"] == seed_report["summary"]["passing_tasks"] - 2
     assert "off_ladder" in output and "duplicate_selection" in output
+
+
+def test_a_benchmark_without_tasks_is_bad_input_and_names_every_unknown_task(tmp_path: Path) -> None:
+    empty = subset_seed(tmp_path, set())
+    run = json.loads((empty / "run.json").read_text())
+    seed_run = json.loads((SEED / "run.json").read_text())
+    run["observations"] = seed_run["observations"][:3]
+    (empty / "run.json").write_text(json.dumps(run))
+    code, report, output = evaluate_seed(tmp_path, seed=empty)
+    assert code == exit_codes.BAD_INPUT, output
+    assert report == {}
+    assert "field 'tasks': is empty" in output
+    for index in range(3):
+        assert f"observations[{index}]: field 'task_id': 'disk-full-escalation' is not a task" in output
+    code, _, err = run_cli("validate", str(empty / "run.json"), "--benchmark", str(empty / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT
+    assert "observations[2]: field 'task_id'" in err

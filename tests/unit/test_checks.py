@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.eceb.benchmark import task_root
 from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records
 from tests.support.paths import REPO
 
@@ -254,3 +255,18 @@ def test_run_problems_come_in_record_order_whatever_the_task_ids(tmp_path: Path)
     write(run_path, run)
     found = problems(lambda: load_and_check(bench_path, run_path))  # with the header's task root
     assert [p.record for p in found if p.record != "benchmark"] == [f"observations[{i}]" for i in (2, 3, 6, 10, 11)]
+
+
+def test_an_empty_task_list_is_a_problem_and_every_observation_is_named(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    benchmark["tasks"] = []
+    write(bench_path, benchmark)
+    run["benchmark"]["task_root"] = task_root(())
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))
+    assert ("benchmark.json", "", "tasks") in located(found)
+    unknown = {p.record for p in found if p.field == "task_id" and "is not a task of the benchmark" in p.message}
+    assert unknown == {f"observations[{i}]" for i in range(len(run["observations"]))} | {
+        f"auxiliary_costs[{i}]" for i in range(len(run["auxiliary_costs"]))
+    }
+    assert problems(lambda: check_benchmark(bench_path))[0].field == "tasks"

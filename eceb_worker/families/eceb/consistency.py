@@ -77,13 +77,16 @@ def benchmark_problems(
 
     ``artifacts`` maps artifact id to artifact; ``corpus_root`` is the
     registry's recomputed root; both ``None`` when the registry could not be
-    loaded (then only the benchmark's own consistency is checked). Checks: the pinned corpus root, duplicate task
+    loaded (then only the benchmark's own consistency is checked). Checks:
+    at least one task, the pinned corpus root, duplicate task
     ids, required artifacts missing from the registry or of a classification
     the task does not allow, denied artifacts missing from the registry, an
     artifact both required and denied, duplicate list entries, and ladders
     that are empty or not strictly ascending.
     """
     problems: list[Problem] = []
+    if not benchmark.tasks:
+        problems.append(Problem(file=file, field="tasks", message="is empty: a benchmark needs at least one task"))
     if corpus_root is not None and benchmark.registry.corpus_root != corpus_root:
         problems.append(
             Problem(
@@ -169,7 +172,7 @@ def task_record_problems(
     strategy/budget group (§13). A compiled budget off the task's ladder and
     an artifact selected twice are not problems of the run but failures of
     their task (:mod:`eceb_worker.families.eceb.gates`). Per auxiliary
-    cost: charged to a group that has observations. Per strategy/budget
+    cost: a known task; charged to a group that has observations. Per strategy/budget
     group: a total cost within 2^53 - 1, else every record of the group is
     named.
     """
@@ -237,6 +240,8 @@ def task_record_problems(
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd
         members.setdefault(key, []).append(("auxiliary_costs", index))
+        if benchmark_known and task is None:
+            add(index, "task_id", f"{task_id!r} is not a task of the benchmark", array="auxiliary_costs")
         if key not in groups:
             add(
                 index,

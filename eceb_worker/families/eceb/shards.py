@@ -31,22 +31,24 @@ __all__ = [
 def evaluate_tasks_of_run(
     task_ids: Iterable[str],
     indexed: IndexedRun,
-    tasks: Mapping[str, Task],
+    tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
 ) -> list[TaskOutcome]:
     """Decode, check, digest and evaluate each named task of ``indexed``.
 
-    ``tasks`` is the benchmark's tasks by id; ``artifacts`` the registry by
-    artifact id (``None``: check only, do not evaluate). A task id of the run
-    that the benchmark lacks yields problems, never a result. Evaluation is
-    skipped for a task with problems: its report would be discarded anyway.
+    ``tasks`` is the benchmark's tasks by id (``None``: no benchmark, check
+    the records alone); ``artifacts`` the registry by artifact id (``None``:
+    check only, do not evaluate). A task id of the run that the benchmark
+    lacks yields problems, never a result, even when the benchmark has no
+    task at all. Evaluation is skipped for a task with problems: its report
+    would be discarded anyway.
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
     outcomes = []
     for task_id in task_ids:
         evidence, observations, auxiliary, problems = decode_task_evidence(indexed, task_id)
-        task = tasks.get(task_id)
+        task = tasks.get(task_id) if tasks is not None else None
         problems.extend(
             task_record_problems(
                 task_id,
@@ -55,7 +57,7 @@ def evaluate_tasks_of_run(
                 auxiliary,
                 configurations,
                 file=indexed.file,
-                benchmark_known=bool(tasks),
+                benchmark_known=tasks is not None,
             )
         )
         result = None
@@ -88,7 +90,7 @@ def _in_record_order(outcomes: Iterable[TaskOutcome]) -> list[Problem]:
 def record_problems_of_run(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
     """Every problem of every record of ``run`` (against ``benchmark`` when
     given), in record order."""
-    tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else {}
+    tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else None
     outcomes = evaluate_tasks_of_run(sorted(run.task_ids), run, tasks, None)
     return _in_record_order(outcomes)
 
