@@ -362,3 +362,54 @@ def test_a_benchmark_without_tasks_is_bad_input_and_names_every_unknown_task(tmp
     code, _, err = run_cli("validate", str(empty / "run.json"), "--benchmark", str(empty / "benchmark.json"))
     assert code == exit_codes.BAD_INPUT
     assert "observations[2]: field 'task_id'" in err
+
+
+def seed_with_registry_path(tmp_path: Path, registry_path: str) -> Path:
+    """A copy of the seed whose benchmark names its registry as ``registry_path``."""
+    copy = subset_seed(tmp_path, set(EXPECTED))
+    benchmark = json.loads((copy / "benchmark.json").read_text())
+    benchmark["registry"]["path"] = registry_path
+    (copy / "benchmark.json").write_text(json.dumps(benchmark))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("registry_path", "reason"),
+    [
+        ("registry.jsonl\x00", "control characters (U+0000)"),
+        ("\x00", "control characters (U+0000)"),
+        ("../subset/registry.jsonl", "'..' segment"),
+        ("./registry.jsonl", "'.' segment"),
+        ("/etc/passwd", "is absolute"),
+        ("ABSOLUTE", "is absolute"),
+        ("sub\\registry.jsonl", "backslash"),
+        ("", "non-empty"),
+    ],
+)
+def test_a_registry_path_must_name_a_file_in_the_benchmarks_tree(
+    tmp_path: Path, registry_path: str, reason: str
+) -> None:
+    if registry_path == "ABSOLUTE":
+        registry_path = str(tmp_path / "subset" / "registry.jsonl")  # the registry itself, named absolutely
+    copy = seed_with_registry_path(tmp_path, registry_path)
+    code, _, err = run_cli("validate", str(copy / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT, err
+    assert "field 'registry.path'" in err and reason in err
+    code, report, output = evaluate_seed(tmp_path, seed=copy)
+    assert (code, report) == (exit_codes.BAD_INPUT, {}), output
+    assert "field 'registry.path'" in output
+
+
+def test_a_registry_path_may_not_leave_the_benchmarks_tree_through_a_symbolic_link(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(SEED / "registry.jsonl", outside / "registry.jsonl")
+    copy = seed_with_registry_path(tmp_path, "shared/registry.jsonl")
+    (copy / "shared").symlink_to(outside, target_is_directory=True)
+    code, _, err = run_cli("validate", str(copy / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT, err
+    assert "field 'registry.path'" in err and "leads outside the directory of" in err
+    (copy / "shared").unlink()
+    (copy / "shared").mkdir()
+    (copy / "shared" / "registry.jsonl").symlink_to(copy / "registry.jsonl")  # a link inside the tree is fine
+    assert run_cli("validate", str(copy / "benchmark.json"))[0] == exit_codes.OK

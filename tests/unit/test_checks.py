@@ -10,7 +10,8 @@ import pytest
 
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import task_root
-from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records
+from eceb_worker.io.locations import Locator
+from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records, registry_location
 from tests.support.paths import REPO
 
 SEED = REPO / "examples" / "enterprise-seed"
@@ -270,3 +271,12 @@ def test_an_empty_task_list_is_a_problem_and_every_observation_is_named(tmp_path
         f"auxiliary_costs[{i}]" for i in range(len(run["auxiliary_costs"]))
     }
     assert problems(lambda: check_benchmark(bench_path))[0].field == "tasks"
+
+
+@pytest.mark.parametrize("relative", ["registry\x00.jsonl", "../registry.jsonl", "a/../../registry.jsonl", "/registry"])
+def test_an_object_registry_path_is_checked_like_a_local_one(relative: str) -> None:
+    benchmark = Locator().locate("s3://bucket/seed/benchmark.json")
+    with pytest.raises(InputError) as caught:
+        registry_location(benchmark, relative)
+    assert [(p.file, p.field) for p in caught.value.problems] == [("s3://bucket/seed/benchmark.json", "registry.path")]
+    assert registry_location(benchmark, "registries/r.jsonl").name == "s3://bucket/seed/registries/r.jsonl"
