@@ -29,6 +29,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 from wcmatch import glob as wcglob
+from wcmatch._wcparse import PatternLimitException  # raised by wcglob.compile, not re-exported
 
 from eceb_worker.core.decoding import record_problems
 from eceb_worker.core.paths import printable_path
@@ -70,8 +71,10 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     """Decode and check a TOML rules file.
 
     Raises :class:`InputError` with every problem: TOML syntax, unknown or
-    mistyped fields, unknown kinds or classifications, invalid globs, rules
-    that set neither kind nor classification.
+    mistyped fields, unknown kinds or classifications, invalid globs (also
+    globs whose brace alternations expand to more than 1,000 patterns, and
+    excludes that do together), rules that set neither kind nor
+    classification.
     """
     try:
         rules = msgspec.toml.decode(data, type=RulesFile)
@@ -87,16 +90,32 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     for index, rule in enumerate(rules.rule):
         if rule.kind is None and rule.classification is None:
             problems.append(Problem(file=name, field=f"rule[{index}]", message="sets neither kind nor classification"))
-    for field, pattern in [(f"rule[{i}].glob", r.glob) for i, r in enumerate(rules.rule)] + [
-        (f"exclude[{i}]", g) for i, g in enumerate(rules.exclude)
-    ]:
-        try:
-            wcglob.compile(pattern, flags=_FLAGS)
-        except (ValueError, RuntimeError) as exc:
-            problems.append(Problem(file=name, field=field, message=f"invalid glob {pattern!r}: {exc}"))
+    patterns: list[tuple[str, str | list[str]]] = [(f"rule[{i}].glob", r.glob) for i, r in enumerate(rules.rule)]
+    patterns.extend((f"exclude[{i}]", g) for i, g in enumerate(rules.exclude))
+    for field, pattern in patterns:
+        problem = _glob_problem(pattern)
+        if problem:
+            problems.append(Problem(file=name, field=field, message=f"invalid glob {pattern!r}: {problem}"))
+    if len(rules.exclude) > 1 and not any(p.field.startswith("exclude[") for p in problems):
+        problem = _glob_problem(list(rules.exclude))  # compiled together, as classify_all does
+        if problem:
+            problems.append(Problem(file=name, field="exclude", message=f"invalid globs together: {problem}"))
     if problems:
         raise InputError(problems)
     return rules
+
+
+def _glob_problem(pattern: str | list[str]) -> str:
+    """Why ``pattern`` (or the patterns, together) cannot be compiled; ``""`` if it can.
+
+    Brace alternations are expanded into separate patterns, at most
+    wcmatch's limit (1,000) in one compilation: beyond it, a problem rather
+    than an exponential expansion."""
+    try:
+        wcglob.compile(pattern, flags=_FLAGS)
+    except (ValueError, RuntimeError, PatternLimitException) as exc:
+        return str(exc)
+    return ""
 
 
 def classify_all(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> tuple[list[Classified], list[Problem]]:

@@ -57,7 +57,8 @@ class Location(Protocol):
 
     def sibling(self, relative: str) -> Location:
         """What ``relative`` names beside it (a file's directory, an object's
-        key prefix); ValueError when it leads out of the bucket."""
+        key prefix); ValueError when it leads out of the bucket, or out of
+        the file's directory through a symbolic link."""
         ...
 
 
@@ -97,7 +98,15 @@ class _File:
         return data
 
     def sibling(self, relative: str) -> Location:
-        return _File(self.path.parent / relative)
+        directory = self.path.parent
+        target = directory / relative
+        try:
+            inside = target.resolve().is_relative_to(directory.resolve())
+        except (OSError, RuntimeError) as exc:  # a loop of symbolic links
+            raise ValueError(f"{relative!r} cannot be resolved: {exc}") from None
+        if not inside:
+            raise ValueError(f"{relative!r} leads outside the directory of {self.name} through a symbolic link")
+        return _File(target)
 
 
 class _Object:

@@ -21,6 +21,7 @@ from typing import Final
 import msgspec
 
 from eceb_worker.core.decoding import decode_document, decode_lenient
+from eceb_worker.core.paths import path_problems
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.lines import registry_artifacts
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
@@ -130,13 +131,25 @@ def load_run(where: Where, locator: Locator | None = None) -> IndexedRun:
 
 
 def registry_location(benchmark_location: Location, relative: str) -> Location:
-    """Where a benchmark's registry is: ``relative`` beside the benchmark
-    file (or its key prefix). Raises :class:`InputError` when it leads out
-    of the bucket."""
-    try:
-        return benchmark_location.sibling(relative)
-    except ValueError as exc:
-        raise InputError([Problem(file=benchmark_location.name, field="registry.path", message=str(exc))]) from None
+    """Where a benchmark's registry is: ``relative`` in the benchmark's
+    directory tree (a local directory, or an object's key prefix).
+
+    ``relative`` must be a portable relative path
+    (:func:`~eceb_worker.core.paths.path_problems`: no ``..`` or ``.``
+    segment, not absolute, no NUL or other control character), and a local
+    one must not lead out of the benchmark's directory through a symbolic
+    link. Raises :class:`InputError` naming the field ``registry.path``
+    otherwise."""
+    reasons = path_problems(relative)
+    if not reasons:
+        try:
+            return benchmark_location.sibling(relative)
+        except ValueError as exc:
+            message = str(exc)
+    else:
+        message = f"{relative!r} {'; '.join(reasons)}"
+    message += ": the registry must be a file of the benchmark's directory tree, named by a relative path"
+    raise InputError([Problem(file=benchmark_location.name, field="registry.path", message=message)])
 
 
 def named_artifacts(benchmark: Benchmark) -> frozenset[str]:

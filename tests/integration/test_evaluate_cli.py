@@ -309,3 +309,107 @@ def test_every_input_from_s3_gives_the_same_report(tmp_path: Path, s3_server: S3
     )
     assert code == exit_codes.BAD_INPUT
     assert "no-such-benchmark.json" in err
+
+
+def test_run_problems_confined_to_one_task_fail_that_task_and_the_others_are_evaluated(tmp_path: Path) -> None:
+    _, seed_report, _ = evaluate_seed(tmp_path / "before")
+    changed = subset_seed(tmp_path, set(EXPECTED))
+    run = json.loads((changed / "run.json").read_text())
+    observations = run["observations"]
+    assert (observations[4]["task_id"], observations[4]["budget"]) == ("disk-full-escalation", 256)
+    assert (observations[9]["task_id"], observations[9]["budget"]) == ("db-failover-steps", 256)
+    observations[4]["budget"] = 300  # compiled, off the ladder
+    observations[9]["selected_artifacts"].append(observations[9]["selected_artifacts"][0])  # selected twice
+    (changed / "run.json").write_text(json.dumps(run))
+    code, report, output = evaluate_seed(tmp_path, seed=changed)
+    assert code == exit_codes.TASKS_FAILED, output
+    tasks = {t["task_id"]: t for t in report["tasks"]}
+    off_ladder = tasks["disk-full-escalation"]
+    assert not off_ladder["passed"]
+    assert {
+        "gate": "off_ladder",
+        "strategy": "compiled",
+        "budget": 300,
+        "repetition": 2,
+        "message": "observed at budget 300, which is not on the task's ladder [256, 512, 1024]: not evaluated",
+    } in off_ladder["failed_assertions"]
+    twice = tasks["db-failover-steps"]
+    assert not twice["passed"]
+    assert [
+        (a["gate"], a["strategy"], a["budget"], a["repetition"])
+        for a in twice["failed_assertions"]
+        if a["gate"] == "duplicate_selection"
+    ] == [("duplicate_selection", "compiled", 256, 1)]
+    before = {t["task_id"]: t for t in seed_report["tasks"]}
+    for task_id in set(EXPECTED) - {"disk-full-escalation", "db-failover-steps"}:
+        assert tasks[task_id] == before[task_id], task_id
+    assert report["summary"]["passing_tasks"] == seed_report["summary"]["passing_tasks"] - 2
+    assert "off_ladder" in output and "duplicate_selection" in output
+
+
+def test_a_benchmark_without_tasks_is_bad_input_and_names_every_unknown_task(tmp_path: Path) -> None:
+    empty = subset_seed(tmp_path, set())
+    run = json.loads((empty / "run.json").read_text())
+    seed_run = json.loads((SEED / "run.json").read_text())
+    run["observations"] = seed_run["observations"][:3]
+    (empty / "run.json").write_text(json.dumps(run))
+    code, report, output = evaluate_seed(tmp_path, seed=empty)
+    assert code == exit_codes.BAD_INPUT, output
+    assert report == {}
+    assert "field 'tasks': is empty" in output
+    for index in range(3):
+        assert f"observations[{index}]: field 'task_id': 'disk-full-escalation' is not a task" in output
+    code, _, err = run_cli("validate", str(empty / "run.json"), "--benchmark", str(empty / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT
+    assert "observations[2]: field 'task_id'" in err
+
+
+def seed_with_registry_path(tmp_path: Path, registry_path: str) -> Path:
+    """A copy of the seed whose benchmark names its registry as ``registry_path``."""
+    copy = subset_seed(tmp_path, set(EXPECTED))
+    benchmark = json.loads((copy / "benchmark.json").read_text())
+    benchmark["registry"]["path"] = registry_path
+    (copy / "benchmark.json").write_text(json.dumps(benchmark))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("registry_path", "reason"),
+    [
+        ("registry.jsonl\x00", "control characters (U+0000)"),
+        ("\x00", "control characters (U+0000)"),
+        ("../subset/registry.jsonl", "'..' segment"),
+        ("./registry.jsonl", "'.' segment"),
+        ("/etc/passwd", "is absolute"),
+        ("ABSOLUTE", "is absolute"),
+        ("sub\\registry.jsonl", "backslash"),
+        ("", "non-empty"),
+    ],
+)
+def test_a_registry_path_must_name_a_file_in_the_benchmarks_tree(
+    tmp_path: Path, registry_path: str, reason: str
+) -> None:
+    if registry_path == "ABSOLUTE":
+        registry_path = str(tmp_path / "subset" / "registry.jsonl")  # the registry itself, named absolutely
+    copy = seed_with_registry_path(tmp_path, registry_path)
+    code, _, err = run_cli("validate", str(copy / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT, err
+    assert "field 'registry.path'" in err and reason in err
+    code, report, output = evaluate_seed(tmp_path, seed=copy)
+    assert (code, report) == (exit_codes.BAD_INPUT, {}), output
+    assert "field 'registry.path'" in output
+
+
+def test_a_registry_path_may_not_leave_the_benchmarks_tree_through_a_symbolic_link(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(SEED / "registry.jsonl", outside / "registry.jsonl")
+    copy = seed_with_registry_path(tmp_path, "shared/registry.jsonl")
+    (copy / "shared").symlink_to(outside, target_is_directory=True)
+    code, _, err = run_cli("validate", str(copy / "benchmark.json"))
+    assert code == exit_codes.BAD_INPUT, err
+    assert "field 'registry.path'" in err and "leads outside the directory of" in err
+    (copy / "shared").unlink()
+    (copy / "shared").mkdir()
+    (copy / "shared" / "registry.jsonl").symlink_to(copy / "registry.jsonl")  # a link inside the tree is fine
+    assert run_cli("validate", str(copy / "benchmark.json"))[0] == exit_codes.OK

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records
+from eceb_worker.families.eceb.benchmark import task_root
+from eceb_worker.io.locations import Locator
+from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records, registry_location
 from tests.support.paths import REPO
 
 SEED = REPO / "examples" / "enterprise-seed"
@@ -116,13 +118,13 @@ def test_every_run_problem_class_in_one_run(tmp_path: Path) -> None:
     write(bench_path, benchmark)
     o = run["observations"]
     o[0]["task_id"] = "no-such-task"
-    o[4]["budget"] = 300  # compiled budget off the ladder
+    o[4]["budget"] = 300  # compiled budget off the ladder: a failure of its task, not bad input
     o[1]["budget"] = 64  # baseline with a budget
     o[5]["configuration_id"] = "nope"
     o[6]["cached_input_tokens"] = o[6]["input_tokens"] + 1
     o[7]["input_cost_micro_usd"] += 5  # does not follow pricing
     o[7]["output_cost_micro_usd"] += 5
-    o[8]["selected_artifacts"].append(o[8]["selected_artifacts"][0])  # selected twice
+    o[8]["selected_artifacts"].append(o[8]["selected_artifacts"][0])  # selected twice: likewise
     o[10]["repetition"] = o[9]["repetition"]  # duplicate repetition in its group
     run["auxiliary_costs"].append(
         {"task_id": "log-retention", "strategy": "compiled", "budget": 1024, "kind": "other", "cost_micro_usd": 5}
@@ -134,13 +136,11 @@ def test_every_run_problem_class_in_one_run(tmp_path: Path) -> None:
     found = located(problems(lambda: load_and_check(bench_path, run_path)))
     expected = {
         ("run.json", "observations[0]", "task_id"),
-        ("run.json", "observations[4]", "budget"),
         ("run.json", "observations[1]", "budget"),
         ("run.json", "observations[5]", "configuration_id"),
         ("run.json", "observations[6]", "cached_input_tokens"),
         ("run.json", "observations[7]", "input_cost_micro_usd"),
         ("run.json", "observations[7]", "output_cost_micro_usd"),
-        ("run.json", "observations[8]", "selected_artifacts"),
         ("run.json", "observations[10]", "repetition"),
         ("run.json", f"auxiliary_costs[{len(run['auxiliary_costs']) - 1}]", ""),
         ("run.json", "configurations[2]", "configuration_id"),
@@ -148,6 +148,7 @@ def test_every_run_problem_class_in_one_run(tmp_path: Path) -> None:
         ("run.json", "benchmark", "task_root"),
     }
     assert expected <= found, expected - found
+    assert not {record for _, record, _ in found} & {"observations[4]", "observations[8]"}
 
 
 def test_run_schema_problems_are_listed_per_observation(tmp_path: Path) -> None:
@@ -211,3 +212,71 @@ def test_integers_beyond_the_json_safe_range_are_bad_input(tmp_path: Path) -> No
     found = located(problems(lambda: load_and_check(bench_path, run_path)))
     assert ("run.json", "observations[0]", "latency_ms") in found
     assert ("run.json", "factorial_experiment", "factors") in found
+
+
+def rename_task(benchmark: dict[str, Any], run: dict[str, Any], old: str, new: str) -> None:
+    for task in benchmark["tasks"]:
+        if task["task_id"] == old:
+            task["task_id"] = new
+    for record in (*run["observations"], *run["auxiliary_costs"]):
+        if record["task_id"] == old:
+            record["task_id"] = new
+
+
+@pytest.mark.parametrize("task_id", ["t[1x", "a[²]", "x[0", "q[9/", "o[1]"])
+def test_costs_beyond_the_safe_range_name_the_records_of_their_group(tmp_path: Path, task_id: str) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    rename_task(benchmark, run, "disk-full-escalation", task_id)
+    write(bench_path, benchmark)
+    for index in (3, 4):  # compiled@256, with observations[5] and auxiliary_costs[0], [1], [2]
+        run["observations"][index]["input_tokens"] = 2**51
+        run["observations"][index]["input_cost_micro_usd"] = 3 * 2**51  # follows the pricing
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))
+    beyond = [p for p in found if "beyond 2^53 - 1" in p.message]
+    assert [(p.record, p.field) for p in beyond] == [
+        ("auxiliary_costs[0]", ""),
+        ("auxiliary_costs[1]", ""),
+        ("auxiliary_costs[2]", ""),
+        ("observations[3]", ""),
+        ("observations[4]", ""),
+        ("observations[5]", ""),
+    ]
+    assert all(p.file == str(run_path) and f"{task_id}/compiled/256" in p.message for p in beyond)
+
+
+def test_run_problems_come_in_record_order_whatever_the_task_ids(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    rename_task(benchmark, run, "disk-full-escalation", "b[10]")
+    rename_task(benchmark, run, "db-failover-steps", "a[2]")
+    write(bench_path, benchmark)
+    for index in (11, 2, 10, 3):
+        run["observations"][index]["latency_ms"] = -1
+    run["observations"][6]["configuration_id"] = "nope"
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))  # with the header's task root
+    assert [p.record for p in found if p.record != "benchmark"] == [f"observations[{i}]" for i in (2, 3, 6, 10, 11)]
+
+
+def test_an_empty_task_list_is_a_problem_and_every_observation_is_named(tmp_path: Path) -> None:
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    benchmark["tasks"] = []
+    write(bench_path, benchmark)
+    run["benchmark"]["task_root"] = task_root(())
+    write(run_path, run)
+    found = problems(lambda: load_and_check(bench_path, run_path))
+    assert ("benchmark.json", "", "tasks") in located(found)
+    unknown = {p.record for p in found if p.field == "task_id" and "is not a task of the benchmark" in p.message}
+    assert unknown == {f"observations[{i}]" for i in range(len(run["observations"]))} | {
+        f"auxiliary_costs[{i}]" for i in range(len(run["auxiliary_costs"]))
+    }
+    assert problems(lambda: check_benchmark(bench_path))[0].field == "tasks"
+
+
+@pytest.mark.parametrize("relative", ["registry\x00.jsonl", "../registry.jsonl", "a/../../registry.jsonl", "/registry"])
+def test_an_object_registry_path_is_checked_like_a_local_one(relative: str) -> None:
+    benchmark = Locator().locate("s3://bucket/seed/benchmark.json")
+    with pytest.raises(InputError) as caught:
+        registry_location(benchmark, relative)
+    assert [(p.file, p.field) for p in caught.value.problems] == [("s3://bucket/seed/benchmark.json", "registry.path")]
+    assert registry_location(benchmark, "registries/r.jsonl").name == "s3://bucket/seed/registries/r.jsonl"

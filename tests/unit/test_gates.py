@@ -16,6 +16,7 @@ from tests.support.evaluation_builders import (
     evaluate,
     gates,
     obs,
+    replace,
     reps,
     task,
 )
@@ -326,6 +327,60 @@ def test_every_gate_is_a_named_rule_in_one_table() -> None:
         "compiled_missing",
         "comparability",
         "baseline_zero_tokens",
+        "off_ladder",
+        "duplicate_selection",
         "no_viable_budget",
     }
     assert all(callable(g.rule) and g.rule.__doc__ and g.section.startswith("§") for g in GATES)
+
+
+def test_a_compiled_budget_off_the_ladder_fails_its_task() -> None:
+    result = evaluate(baseline() + passing(100) + reps(2, budget=150) + [obs(budget=None)])
+    assert not result.passed
+    assert result.minimum_viable_budget == 100  # the ladder is still walked and reported
+    off = [(a.budget, a.repetition) for a in result.failed_assertions if a.gate == "off_ladder"]
+    assert off == [(None, 1), (150, 1), (150, 2)]
+    assert [g.budget for g in result.groups if g.strategy == "compiled"] == [100, 200, 300]
+
+
+@pytest.mark.parametrize(("strategy", "budget", "decides"), [("compiled", 100, True), ("naive_top_k", 7, False)])
+def test_an_artifact_selected_twice_is_a_failed_assertion(strategy: str, budget: int, decides: bool) -> None:
+    twice = reps(2, strategy=strategy, budget=budget, selected=("req", "extra", "req"))
+    result = evaluate(baseline() + passing(100) + twice)
+    assert [
+        (a.strategy, a.budget, a.repetition, a.message)
+        for a in result.failed_assertions
+        if a.gate == "duplicate_selection"
+    ] == [
+        (strategy, budget, 1, "selects 'req' 2 times"),
+        (strategy, budget, 2, "selects 'req' 2 times"),
+    ]
+    assert result.passed is not decides
+
+
+def test_an_artifact_selected_twice_is_judged_by_its_first_digest() -> None:
+    stale_first = obs(selected=("req",), digests={"req": STALE})
+    twice = replace(stale_first, selected_artifacts=(*stale_first.selected_artifacts, *obs().selected_artifacts))
+    result = evaluate([*baseline(), twice, replace(twice, repetition=2)])
+    assert ("provenance", "compiled", 100) in gates(result)
+
+
+def test_a_budget_without_observations_reports_null_figures() -> None:
+    result = evaluate(baseline() + passing(100))
+    empty = next(g for g in result.groups if g.budget == 200)
+    assert (empty.observations, empty.passed) == (0, False)
+    assert empty.prompt_tokens is empty.cost_micro_usd is empty.quality_milli is None
+    assert empty.provenance_coverage_bps is None and empty.repeatable is None
+    assert empty.policy_violations == 0 and empty.auxiliary_cost_micro_usd == 0
+    assert [a.gate for a in result.failed_assertions if a.budget == 200] == ["repetitions"]
+
+
+def test_zero_tokens_fail_the_baseline_but_a_zero_price_only_leaves_cost_savings_undefined() -> None:
+    free = [configuration(input_rate=0)]
+    priced_at_zero = evaluate(baseline(cost=0) + passing(100, cost=0), configurations=free)
+    assert priced_at_zero.passed
+    assert (priced_at_zero.token_savings_bps, priced_at_zero.cost_savings_bps) == (9100, None)
+    no_tokens = evaluate(baseline(tokens=0, cost=0) + passing(100, tokens=0, cost=0), configurations=free)
+    assert not no_tokens.passed
+    assert ("baseline_zero_tokens", "full_permitted_context", None) in gates(no_tokens)
+    assert no_tokens.token_savings_bps is None and no_tokens.cost_savings_bps is None

@@ -96,3 +96,24 @@ def test_invalid_toml_names_the_file() -> None:
         parse_rules(b"schema = ", "rules.toml")
     assert caught.value.problems[0].file == "rules.toml"
     assert "invalid TOML" in caught.value.problems[0].message
+
+
+def test_globs_expanding_to_too_many_patterns_are_problems_of_their_rule() -> None:
+    many = "{a,b}" * 10  # 1,024 patterns once its braces are expanded
+    half = "{a,b}" * 9  # 512: fine alone, too many as two excludes together
+    data = f"""
+schema = "symgliph.eceb/rules-v0.1"
+exclude = ["x/{half}", "y/{half}"]
+[[rule]]
+glob = "ok/**"
+kind = "runbook"
+classification = "internal"
+[[rule]]
+glob = "{many}"
+kind = "runbook"
+""".encode()
+    with pytest.raises(InputError) as caught:
+        parse_rules(data, "rules.toml")
+    found = {(p.file, p.record, p.field) for p in caught.value.problems}
+    assert found == {("rules.toml", "", "rule[1].glob"), ("rules.toml", "", "exclude")}
+    assert all("1000" in p.message for p in caught.value.problems)

@@ -17,6 +17,7 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Observation, RunHeader
+from eceb_worker.families.eceb.verdicts import RecordProblem
 
 __all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
 
@@ -76,13 +77,16 @@ def benchmark_problems(
 
     ``artifacts`` maps artifact id to artifact; ``corpus_root`` is the
     registry's recomputed root; both ``None`` when the registry could not be
-    loaded (then only the benchmark's own consistency is checked). Checks: the pinned corpus root, duplicate task
+    loaded (then only the benchmark's own consistency is checked). Checks:
+    at least one task, the pinned corpus root, duplicate task
     ids, required artifacts missing from the registry or of a classification
     the task does not allow, denied artifacts missing from the registry, an
     artifact both required and denied, duplicate list entries, and ladders
     that are empty or not strictly ascending.
     """
     problems: list[Problem] = []
+    if not benchmark.tasks:
+        problems.append(Problem(file=file, field="tasks", message="is empty: a benchmark needs at least one task"))
     if corpus_root is not None and benchmark.registry.corpus_root != corpus_root:
         problems.append(
             Problem(
@@ -156,26 +160,31 @@ def task_record_problems(
     *,
     file: str,
     benchmark_known: bool,
-) -> list[Problem]:
+) -> list[RecordProblem]:
     """Every inconsistency of one task's records (positions give the record names).
 
     With ``benchmark_known``, ``task`` is the benchmark's task (``None``: the
     run names a task the benchmark does not have). Checks, per observation:
-    a known task; a budget that fits its strategy (compiled: on the task's
-    ladder; full_permitted_context: none; naive_top_k: any); a known
+    a known task; no budget on the full permitted-context baseline; a known
     configuration; cached input within input tokens; recorded costs that
     follow the configuration's pricing snapshot (ECEB-0.1 §8 and the
-    task-context reference's credit formula); no artifact selected twice;
-    repetition numbers unique per strategy/budget group (§13). Per auxiliary
-    cost: charged to a group that has observations.
+    task-context reference's credit formula); repetition numbers unique per
+    strategy/budget group (§13). A compiled budget off the task's ladder and
+    an artifact selected twice are not problems of the run but failures of
+    their task (:mod:`eceb_worker.families.eceb.gates`). Per auxiliary
+    cost: a known task; charged to a group that has observations. Per strategy/budget
+    group: a total cost within 2^53 - 1, else every record of the group is
+    named.
     """
-    problems: list[Problem] = []
+    problems: list[RecordProblem] = []
 
     def add(index: int, field: str, message: str, *, array: str = "observations") -> None:
-        problems.append(Problem(file=file, record=f"{array}[{index}]", field=field, message=message))
+        problem = Problem(file=file, record=f"{array}[{index}]", field=field, message=message)
+        problems.append(RecordProblem(array=array, index=index, problem=problem))
 
     first_of_repetition: dict[tuple[str, int | None, int], int] = {}
     totals: dict[tuple[str, int | None], int] = {}  # cost of each strategy/budget group
+    members: dict[tuple[str, int | None], list[tuple[str, int]]] = {}  # its records
     digests: set[str] = set()
     for _, obs in observations:
         digests.add(obs.query_digest)
@@ -183,7 +192,6 @@ def task_record_problems(
         for selected in obs.selected_artifacts:
             digests.add(selected.observed_digest)
     malformed = {d for d in digests if not is_digest(d)}
-    ladder = set(task.budget_ladder) if task is not None else set()
     rates = {
         cid: (
             c.pricing.input_micro_usd_per_mtok,
@@ -199,9 +207,6 @@ def task_record_problems(
                     add(index, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
         if benchmark_known and task is None:
             add(index, "task_id", f"{task_id!r} is not a task of the benchmark")
-        elif task is not None and obs.strategy == "compiled" and obs.budget not in ladder:
-            shown = "no budget" if obs.budget is None else f"budget {obs.budget}"
-            add(index, "budget", f"{shown} is not on task {task_id!r}'s ladder {list(task.budget_ladder)}")
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
             add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
         rate = rates.get(obs.configuration_id)
@@ -218,14 +223,11 @@ def task_record_problems(
                 or abs(obs.output_cost_micro_usd * 1_000_000 - obs.output_tokens * rate[2]) >= 1_000_000
             ):
                 configuration = configurations[obs.configuration_id]
-                problems.extend(_cost_problems(obs, cached, configuration, file, f"observations[{index}]"))
-        if len(obs.selected_artifacts) > 1:
-            selected_ids = [s.artifact_id for s in obs.selected_artifacts]
-            if len(set(selected_ids)) != len(selected_ids):
-                for artifact_id in _duplicates(selected_ids):
-                    add(index, "selected_artifacts", f"selects {artifact_id!r} more than once")
+                for field, message in _cost_problems(obs, cached, configuration):
+                    add(index, field, message)
         group = (obs.strategy, obs.budget)
         totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+        members.setdefault(group, []).append(("observations", index))
         seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
@@ -234,26 +236,28 @@ def task_record_problems(
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
     groups = set(totals)
-    for _, aux in auxiliary_costs:
+    for index, aux in auxiliary_costs:
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd
-    for (strategy, budget), total in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
-        if total > SAFE_INTEGER_MAX:
-            problems.append(
-                Problem(
-                    file=file,
-                    record=f"{task_id}/{strategy}/{budget}",
-                    message=f"costs total {total} micro-USD, beyond 2^53 - 1: not reportable exactly",
-                )
-            )
-    for index, aux in auxiliary_costs:
-        if (aux.strategy, aux.budget) not in groups:
+        members.setdefault(key, []).append(("auxiliary_costs", index))
+        if benchmark_known and task is None:
+            add(index, "task_id", f"{task_id!r} is not a task of the benchmark", array="auxiliary_costs")
+        if key not in groups:
             add(
                 index,
                 "",
                 f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
                 array="auxiliary_costs",
             )
+    for (strategy, budget), total in totals.items():
+        if total > SAFE_INTEGER_MAX:
+            records = members[(strategy, budget)]
+            message = (
+                f"with the {len(records)} record(s) of {task_id}/{strategy}/{budget}, costs total {total} "
+                "micro-USD, beyond 2^53 - 1: not reportable exactly"
+            )
+            for array, index in records:
+                add(index, "", message, array=array)
     return problems
 
 
@@ -265,9 +269,8 @@ def _digest_fields(obs: Observation) -> list[tuple[str, str]]:
     return fields
 
 
-def _cost_problems(
-    obs: Observation, cached: int, configuration: Configuration, file: str, record: str
-) -> list[Problem]:
+def _cost_problems(obs: Observation, cached: int, configuration: Configuration) -> list[tuple[str, str]]:
+    """(field, message) of each recorded cost of ``obs`` that does not follow its pricing."""
     pricing = configuration.pricing
     (in_low, in_high), (out_low, out_high) = observation_cost_bounds(
         obs.input_tokens,
@@ -285,11 +288,6 @@ def _cost_problems(
         if not low <= value <= high:
             expected = f"{low}" if low == high else f"{low}..{high}"
             problems.append(
-                Problem(
-                    file=file,
-                    record=record,
-                    field=field,
-                    message=f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}",
-                )
+                (field, f"{value} does not follow pricing {pricing.source!r} ({pricing.date}): expected {expected}")
             )
     return problems

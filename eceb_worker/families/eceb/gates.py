@@ -1,6 +1,7 @@
-"""The gates of ECEB-0.1 (§11, §13, §14) and the task-level checks (§10,
-§12), each a named rule function in one table, :data:`GATES`: a gate's
-name, its place in the report and its rule live there and nowhere else.
+"""The gates of ECEB-0.1 (§11, §13, §14) and the task-level checks (§7,
+§8, §10, §12), each a named rule function in one table, :data:`GATES`: a
+gate's name, its place in the report and its rule live there and nowhere
+else (the task checks' rules are in :mod:`eceb_worker.families.eceb.task_checks`).
 
 A group gate sees one task/strategy/budget group (:class:`Group`) and
 returns every failure of it, ``(repetition, message)``; a task check sees
@@ -12,21 +13,32 @@ group and collects every failure; it never stops at the first.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import msgspec
 
 from eceb_worker.core.arithmetic import floor_mean, ratio_bps
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.families.eceb.benchmark import Task, query_digest
-from eceb_worker.families.eceb.run import Configuration, FactorialExperiment, Observation, SelectedArtifact
+from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.families.eceb.run import Observation, SelectedArtifact
 from eceb_worker.families.eceb.selection import Selection, judge_selection
+from eceb_worker.families.eceb.task_checks import (
+    TaskView,
+    baseline_missing,
+    baseline_zero_tokens,
+    comparability,
+    compiled_missing,
+    duplicate_selection,
+    no_viable_budget,
+    off_ladder,
+)
 from eceb_worker.families.eceb.verdicts import Assertion, GateName, GroupResult
 
 __all__ = [
     "GATES",
     "GATE_ORDER",
+    "TASK_CHECK_NAMES",
     "Group",
     "GroupGate",
     "TaskCheck",
@@ -169,98 +181,6 @@ def _repeatability(group: Group) -> list[Failure]:
     ]
 
 
-class TaskView(msgspec.Struct, frozen=True, kw_only=True):
-    """One task after its groups were evaluated, as the task checks see it.
-
-    Fields:
-        task: the benchmark's task.
-        observations: every observation of the task.
-        strategies: the (strategy, budget) groups that have observations.
-        baseline: the ``full_permitted_context`` group's result, if it has observations.
-        candidate: the first ladder budget's group that passes, if any.
-        configurations: the run's configurations by id.
-        factorial: the run's factorial declaration.
-    """
-
-    task: Task
-    observations: Sequence[Observation]
-    strategies: Collection[tuple[str, int | None]]
-    baseline: GroupResult | None
-    candidate: GroupResult | None
-    configurations: Mapping[str, Configuration]
-    factorial: FactorialExperiment | None
-
-
-def _baseline_missing(view: TaskView) -> list[Assertion]:
-    """§10: the full permitted-context baseline is required."""
-    if view.baseline is not None:
-        return []
-    return [Assertion(gate="baseline_missing", message="no full_permitted_context observation")]
-
-
-def _baseline_zero_tokens(view: TaskView) -> list[Assertion]:
-    """§12: savings are undefined over a zero-token baseline."""
-    if view.baseline is None or view.baseline.prompt_tokens != 0:
-        return []
-    return [
-        Assertion(
-            gate="baseline_zero_tokens",
-            strategy="full_permitted_context",
-            message="the baseline has zero prompt tokens: savings are undefined",
-        )
-    ]
-
-
-def _compiled_missing(view: TaskView) -> list[Assertion]:
-    """§10: the compiled strategy must be observed at some budget."""
-    if any(strategy == "compiled" for strategy, _ in view.strategies):
-        return []
-    return [Assertion(gate="compiled_missing", message="no compiled observation at any budget")]
-
-
-_COMPARED: Final = ("model", "judge", "tokenizer", "decoding", "pricing")
-
-
-def _comparability(view: TaskView) -> list[Assertion]:
-    """§7: strategies are compared under the same model, judge, tokenizer,
-    decoding, pricing and task text, unless a factorial experiment declares
-    the factor."""
-    declared = set(view.factorial.factors) if view.factorial else set()
-    failures: list[Assertion] = []
-    used = sorted({obs.configuration_id for obs in view.observations})
-    for factor in _COMPARED:
-        if factor in declared:
-            continue
-        values = {msgspec.json.encode(getattr(view.configurations[cid], factor)) for cid in used}
-        if len(values) > 1:
-            failures.append(
-                Assertion(
-                    gate="comparability",
-                    message=f"{factor} differs between configurations {', '.join(used)} "
-                    "and no factorial experiment declares it",
-                )
-            )
-    if "task_text" not in declared:
-        expected = query_digest(view.task.query)
-        strategies = sorted({obs.strategy for obs in view.observations if obs.query_digest != expected})
-        if strategies:
-            failures.append(
-                Assertion(
-                    gate="comparability",
-                    message=f"{', '.join(strategies)} used a query other than the benchmark's task text",
-                )
-            )
-    return failures
-
-
-def _no_viable_budget(view: TaskView) -> list[Assertion]:
-    """§10: some ladder budget must pass every gate (the minimum viable budget)."""
-    if view.candidate is not None:
-        return []
-    ladder = list(view.task.budget_ladder)
-    return [Assertion(gate="no_viable_budget", message=f"no budget of {ladder} passes every gate")]
-
-
 class GroupGate(msgspec.Struct, frozen=True):
     """A gate checked on every group: its name, its place in the report
     (``order``), the section it implements and its rule."""
@@ -282,10 +202,12 @@ class TaskCheck(msgspec.Struct, frozen=True):
 
 
 GATES: Final[tuple[GroupGate | TaskCheck, ...]] = (
-    TaskCheck("baseline_missing", 0, "§10", _baseline_missing),
-    TaskCheck("compiled_missing", 0, "§10", _compiled_missing),
-    TaskCheck("comparability", 0, "§7", _comparability),
-    TaskCheck("baseline_zero_tokens", 0, "§12", _baseline_zero_tokens),
+    TaskCheck("baseline_missing", 0, "§10", baseline_missing),
+    TaskCheck("compiled_missing", 0, "§10", compiled_missing),
+    TaskCheck("comparability", 0, "§7", comparability),
+    TaskCheck("baseline_zero_tokens", 0, "§12", baseline_zero_tokens),
+    TaskCheck("off_ladder", 0, "§10", off_ladder),
+    TaskCheck("duplicate_selection", 0, "§8", duplicate_selection),
     GroupGate("repetitions", 1, "§13", _repetitions),
     GroupGate("budget", 2, "§11.1", _budget),
     GroupGate("quality", 3, "§11.2", _quality),
@@ -293,7 +215,7 @@ GATES: Final[tuple[GroupGate | TaskCheck, ...]] = (
     GroupGate("provenance", 5, "§11.4", _provenance),
     GroupGate("policy", 6, "§11.5", _policy),
     GroupGate("repeatability", 7, "§11.6", _repeatability),
-    TaskCheck("no_viable_budget", 8, "§10", _no_viable_budget),
+    TaskCheck("no_viable_budget", 8, "§10", no_viable_budget),
 )
 """Every gate and task-level check, in report order: task-level checks
 first, then §11's gates by number, then the ladder's verdict."""
@@ -303,6 +225,9 @@ GATE_ORDER: Final[dict[str, int]] = {gate.name: gate.order for gate in GATES}
 
 _GROUP_GATES: Final = tuple(gate for gate in GATES if isinstance(gate, GroupGate))
 _TASK_CHECKS: Final = tuple(gate for gate in GATES if isinstance(gate, TaskCheck))
+TASK_CHECK_NAMES: Final[frozenset[str]] = frozenset(check.name for check in _TASK_CHECKS)
+"""The names of the task-level checks: any of their assertions (outside
+``naive_top_k``) fails the task."""
 
 
 def evaluate_group(

@@ -20,6 +20,7 @@ from eceb_worker.core.decoding import decode_document, item_problems
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run, RunEnvelope, RunHeader
 from eceb_worker.families.eceb.tasks import TaskEvidence
+from eceb_worker.families.eceb.verdicts import RecordProblem
 
 if TYPE_CHECKING:
     import mmap
@@ -126,7 +127,7 @@ def _decode_items(
     item_type: type[S],
     array: str,
     file: str,
-    problems: list[Problem],
+    problems: list[RecordProblem],
 ) -> list[tuple[int, S]]:
     """Decode records of one array: in one decoder call, or item by item
     (collecting every item's problems) when that call fails."""
@@ -142,7 +143,8 @@ def _decode_items(
             decoded.append((index, decoder.decode(raw)))
         except (msgspec.DecodeError, RecursionError) as exc:
             problems.extend(
-                item_problems(
+                RecordProblem(array=array, index=index, problem=problem)
+                for problem in item_problems(
                     bytes(raw),
                     item_type,
                     Run,
@@ -156,13 +158,13 @@ def _decode_items(
 
 def decode_task_evidence(
     indexed: IndexedRun, task_id: str
-) -> tuple[TaskEvidence, list[tuple[int, Observation]], list[tuple[int, AuxiliaryCost]], list[Problem]]:
+) -> tuple[TaskEvidence, list[tuple[int, Observation]], list[tuple[int, AuxiliaryCost]], list[RecordProblem]]:
     """Decode one task's records.
 
     Returns the evidence, the decoded records with their positions (for
     locating problems), and every schema problem of the task's records.
     """
-    problems: list[Problem] = []
+    problems: list[RecordProblem] = []
     observations = _decode_items(
         indexed.observations.get(task_id, []), Observation, "observations", indexed.file, problems
     )

@@ -40,11 +40,14 @@ def judge_selection(
     required: Mapping[str, str],
     artifacts: Mapping[str, Artifact],
 ) -> Selection:
-    """Judge one observation's selected artifacts (each artifact selected at
-    most once, as the run's consistency checks ensure) against the task's
+    """Judge one observation's selected artifacts against the task's
     required artifacts (``required``: current digest by id), its allowed
-    classifications and denied artifacts, and the registry (``artifacts``)."""
-    observed_of = {s.artifact_id: s.observed_digest for s in selected}
+    classifications and denied artifacts, and the registry (``artifacts``).
+    An artifact selected more than once (its own task-level failure) is
+    judged once, by its first listed digest."""
+    observed_of: dict[str, str] = {}
+    for s in selected:
+        observed_of.setdefault(s.artifact_id, s.observed_digest)
     provenance: list[str] = []
     policy: list[str] = []
     covered = 0

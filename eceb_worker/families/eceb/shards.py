@@ -23,7 +23,6 @@ from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
     "evaluate_tasks_of_run",
-    "problem_order",
     "record_problems_of_run",
     "reduce_evaluation",
 ]
@@ -32,22 +31,24 @@ __all__ = [
 def evaluate_tasks_of_run(
     task_ids: Iterable[str],
     indexed: IndexedRun,
-    tasks: Mapping[str, Task],
+    tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
 ) -> list[TaskOutcome]:
     """Decode, check, digest and evaluate each named task of ``indexed``.
 
-    ``tasks`` is the benchmark's tasks by id; ``artifacts`` the registry by
-    artifact id (``None``: check only, do not evaluate). A task id of the run
-    that the benchmark lacks yields problems, never a result. Evaluation is
-    skipped for a task with problems: its report would be discarded anyway.
+    ``tasks`` is the benchmark's tasks by id (``None``: no benchmark, check
+    the records alone); ``artifacts`` the registry by artifact id (``None``:
+    check only, do not evaluate). A task id of the run that the benchmark
+    lacks yields problems, never a result, even when the benchmark has no
+    task at all. Evaluation is skipped for a task with problems: its report
+    would be discarded anyway.
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
     outcomes = []
     for task_id in task_ids:
         evidence, observations, auxiliary, problems = decode_task_evidence(indexed, task_id)
-        task = tasks.get(task_id)
+        task = tasks.get(task_id) if tasks is not None else None
         problems.extend(
             task_record_problems(
                 task_id,
@@ -56,7 +57,7 @@ def evaluate_tasks_of_run(
                 auxiliary,
                 configurations,
                 file=indexed.file,
-                benchmark_known=bool(tasks),
+                benchmark_known=tasks is not None,
             )
         )
         result = None
@@ -79,19 +80,19 @@ def evaluate_tasks_of_run(
     return outcomes
 
 
-def problem_order(problem: Problem) -> tuple[str, int, str, str]:
-    """Sort key putting problems in record order (``observations[3]`` before ``observations[12]``)."""
-    name, _, rest = problem.record.partition("[")
-    index = int(rest.split("]")[0]) if rest[:1].isdigit() else -1
-    return (name, index, problem.field, problem.message)
+def _in_record_order(outcomes: Iterable[TaskOutcome]) -> list[Problem]:
+    """Every problem of ``outcomes``, in record order (by
+    :attr:`~eceb_worker.families.eceb.verdicts.RecordProblem.order`)."""
+    located = sorted((p for o in outcomes for p in o.problems), key=lambda p: p.order)
+    return [p.problem for p in located]
 
 
 def record_problems_of_run(run: IndexedRun, benchmark: Benchmark | None) -> list[Problem]:
     """Every problem of every record of ``run`` (against ``benchmark`` when
     given), in record order."""
-    tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else {}
+    tasks = {t.task_id: t for t in benchmark.tasks} if benchmark is not None else None
     outcomes = evaluate_tasks_of_run(sorted(run.task_ids), run, tasks, None)
-    return sorted((p for o in outcomes for p in o.problems), key=problem_order)
+    return _in_record_order(outcomes)
 
 
 def reduce_evaluation(
@@ -113,7 +114,7 @@ def reduce_evaluation(
     delivered twice must never count twice).
     """
     collected = list(outcomes)
-    problems = sorted((p for o in collected for p in o.problems), key=problem_order)
+    problems = _in_record_order(collected)
     if problems:
         raise InputError(problems)
     header = run.header

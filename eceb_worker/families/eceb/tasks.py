@@ -17,7 +17,7 @@ import msgspec
 from eceb_worker.core.arithmetic import savings_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
-from eceb_worker.families.eceb.gates import GATE_ORDER, TaskView, evaluate_group, task_assertions
+from eceb_worker.families.eceb.gates import GATE_ORDER, TASK_CHECK_NAMES, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 
@@ -66,9 +66,11 @@ def evaluate_task(
     floored mean quality. Every ladder budget is evaluated, ascending; the
     first that passes is the minimum viable budget, and failures at every
     other budget are still reported. ``naive_top_k`` groups are evaluated and
-    reported but do not decide the task. Inputs are assumed consistent
-    (see :mod:`eceb_worker.families.eceb.consistency`). The task-level
-    checks are those of :data:`~eceb_worker.families.eceb.gates.GATES`.
+    reported but do not decide the task. Records are assumed consistent
+    (see :mod:`eceb_worker.families.eceb.consistency`); what a record does
+    that its task does not allow (a compiled budget off the ladder, an
+    artifact selected twice) is a task-level check. Any failed task-level
+    check of :data:`~eceb_worker.families.eceb.gates.GATES` fails the task.
     """
     groups: dict[tuple[str, int | None], list[Observation]] = defaultdict(list)
     for obs in evidence.observations:
@@ -144,7 +146,7 @@ def evaluate_task(
 
     deciding = [f for f in failures if f.strategy != "naive_top_k"]
     baseline_ok = baseline is not None and not any(f.strategy == "full_permitted_context" for f in deciding)
-    task_level_ok = not any(f.strategy == "" for f in deciding)
+    task_level_ok = not any(f.gate in TASK_CHECK_NAMES for f in deciding)
     passed = baseline_ok and candidate is not None and task_level_ok
     token_savings = cost_savings = None
     if passed and baseline is not None and candidate is not None:

@@ -11,7 +11,7 @@ import msgspec
 
 from eceb_worker.errors import Problem
 
-__all__ = ["Assertion", "GateName", "GroupResult", "TaskOutcome", "TaskResult"]
+__all__ = ["Assertion", "GateName", "GroupResult", "RecordProblem", "TaskOutcome", "TaskResult"]
 
 GateName = Literal[
     "repetitions",
@@ -25,6 +25,8 @@ GateName = Literal[
     "compiled_missing",
     "baseline_zero_tokens",
     "comparability",
+    "off_ladder",
+    "duplicate_selection",
     "no_viable_budget",
 ]
 
@@ -130,6 +132,27 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     groups: tuple[GroupResult, ...]
 
 
+class RecordProblem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A problem of one record of a run, with the record's place in the file.
+
+    Fields:
+        array: the array holding the record, ``"observations"`` or ``"auxiliary_costs"``.
+        index: the record's zero-based position in that array.
+        problem: the problem (its ``record`` is ``f"{array}[{index}]"``).
+    """
+
+    array: str
+    index: int
+    problem: Problem
+
+    @property
+    def order(self) -> tuple[str, int, str, str]:
+        """Sort key putting problems in record order (``observations[3]``
+        before ``observations[12]``), then by field and message; never read
+        back from the problem's text."""
+        return (self.array, self.index, self.problem.field, self.problem.message)
+
+
 class TaskOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """What the map step produced for one task id of the run or benchmark.
 
@@ -138,10 +161,10 @@ class TaskOutcome(msgspec.Struct, frozen=True, kw_only=True):
         result: its evaluation (``None`` when it has problems or is not a
             task of the benchmark).
         records_digest: BLAKE3 of its records (for the run digest).
-        problems: every problem of its records.
+        problems: every problem of its records, each with its record's place.
     """
 
     task_id: str
     result: TaskResult | None
     records_digest: str
-    problems: tuple[Problem, ...]
+    problems: tuple[RecordProblem, ...]
