@@ -340,7 +340,7 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
         click.echo(f"job {job_id} already ended ({ended.get('phase')})")
         return
     if state.get("coordinator"):
-        cluster.app.control.revoke(state["coordinator"])
+        cluster.revoke(state["coordinator"])
     click.echo(f"job {job_id} cancelled")
 
 

@@ -126,6 +126,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "starts of one attempt of a task whose worker process died while running it, before it fails",
         _integer(1),
     ),
+    Setting(
+        "ECEB_REDIS_OUTAGE_S",
+        "redis_outage_s",
+        60,
+        "seconds a lost connection to Redis (broker or result backend) is tried again, by workers and "
+        "eceb-dist, before the step or command fails (exit 5)",
+        _integer(1),
+    ),
     Setting("ECEB_DEBUG", "debug", False, "print the traceback of an internal error (exit 70)", _flag),
 )
 """Every environment variable eceb reads."""
@@ -143,6 +151,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_tasks_per_child: int
     task_max_retries: int
     max_deliveries: int
+    redis_outage_s: int
     debug: bool
 
 

@@ -11,7 +11,9 @@ alike) and carries references only (:mod:`eceb_worker.pipeline.messages`).
 Its settings come from :func:`make_app`'s arguments or else the environment
 (:mod:`eceb_worker.settings`: ``ECEB_BROKER_URL``, ``ECEB_RESULT_BACKEND``,
 ``ECEB_VISIBILITY_TIMEOUT``, ``ECEB_MAX_TASKS_PER_CHILD``,
-``ECEB_TASK_MAX_RETRIES``, ``ECEB_MAX_DELIVERIES``, ``ECEB_REDIS_CA_CERTS``).
+``ECEB_TASK_MAX_RETRIES``, ``ECEB_MAX_DELIVERIES``, ``ECEB_REDIS_CA_CERTS``,
+``ECEB_REDIS_OUTAGE_S``). The broker and the result backend are Redis
+(``redis://`` or ``rediss://`` URLs, :func:`check_redis_url`).
 
 Redis over TLS: give the broker and the result backend as ``rediss://`` URLs,
 with the password in the URL (``rediss://:PASSWORD@host:6380/0``) and the CA
@@ -31,6 +33,13 @@ and a job counts each shard once. A task running while the broker
 connection is lost (a Redis restart) runs to its end; its message is
 delivered again after the visibility timeout.
 
+Redis restarting (keeping its data): every command to the result backend
+(:mod:`eceb_worker.cluster.backend`), every message published
+(``task_publish_retry_policy``) and the workers' broker connection are tried
+again through an outage of up to ``ECEB_REDIS_OUTAGE_S`` seconds
+(:class:`~eceb_worker.cluster.retry.RetryPolicy`); a task's answer, its
+chord's count and its job's state are each written once it is back.
+
 Worker processes are forked (``--pool prefork``) from a parent that never
 hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
 and the parent here only imports the code. Each child opens its own storage
@@ -48,6 +57,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from celery import Celery
 
+from eceb_worker.cluster.backend import POLICY_SETTING, RetryingRedisBackend
 from eceb_worker.cluster.deliveries import MAX_DELIVERIES_SETTING
 from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.cluster.tasks import register_tasks
@@ -57,6 +67,7 @@ __all__ = [
     "QUEUE",
     "RESULT_EXPIRES_S",
     "app",
+    "check_redis_url",
     "make_app",
     "redis_tls_options",
     "worker_command",
@@ -137,6 +148,23 @@ def redis_tls_options(url: str, what: str, ca_certs: str | None) -> dict[str, An
     return options
 
 
+_REDIS_SCHEMES: Final = frozenset({"redis", "rediss"})
+
+
+def check_redis_url(url: str, variable: str) -> None:
+    """Raise ValueError naming ``variable`` (never repeating the URL, which
+    may hold a password) unless ``url`` is a Redis URL: ``redis://`` or
+    ``rediss://``, or a ``;``-separated list of them (failover)."""
+    for part in url.split(";"):
+        scheme, separator, _ = part.strip().partition("://")
+        if not separator or scheme.lower() not in _REDIS_SCHEMES:
+            shown = f" (scheme {scheme}://)" if separator and scheme.isascii() and scheme.isalnum() else ""
+            raise ValueError(
+                f"{variable} is not a Redis URL{shown}: eceb needs Redis as broker and result backend; "
+                "use redis://[:PASSWORD@]HOST[:PORT]/DB or rediss://... (TLS)"
+            )
+
+
 def make_app(
     broker_url: str | None = None,
     backend_url: str | None = None,
@@ -146,6 +174,7 @@ def make_app(
     max_retries: int | None = None,
     redis_ca_certs: str | None = None,
     max_deliveries: int | None = None,
+    redis_outage_s: int | None = None,
 ) -> Celery:
     """A configured Celery application with eceb's tasks registered.
 
@@ -154,9 +183,9 @@ def make_app(
     the backend defaults to the broker. ``redis_ca_certs``
     (``ECEB_REDIS_CA_CERTS``) is the CA bundle that verifies a ``rediss://``
     broker's and backend's certificate (:func:`redis_tls_options`). Raises
-    ValueError for a setting that is not a positive integer, a CA bundle
-    that is not a file, or a ``rediss://`` URL that turns certificate
-    verification off.
+    ValueError for a setting that is not a positive integer, a broker or
+    backend URL that is not Redis's, a CA bundle that is not a file, or a
+    ``rediss://`` URL that turns certificate verification off.
     """
     settings = load_settings(
         broker_url=broker_url,
@@ -166,9 +195,13 @@ def make_app(
         task_max_retries=max_retries,
         redis_ca_certs=redis_ca_certs,
         max_deliveries=max_deliveries,
+        redis_outage_s=redis_outage_s,
     )
     broker = settings.broker_url
     backend = settings.result_backend or broker
+    check_redis_url(broker, "ECEB_BROKER_URL")
+    check_redis_url(backend, "ECEB_RESULT_BACKEND")
+    policy = RetryPolicy(max_retries=settings.task_max_retries, outage_s=settings.redis_outage_s)
     tls: dict[str, Any] = {}
     broker_tls = redis_tls_options(broker, "the broker URL", settings.redis_ca_certs)
     if broker_tls is not None:
@@ -180,6 +213,7 @@ def make_app(
     per_child = settings.max_tasks_per_child
 
     application = Celery("eceb", broker=broker, backend=backend, set_as_current=False)
+    application.backend_cls = RetryingRedisBackend
     application.conf.update(
         # JSON only: a pickled message would run code while being decoded.
         task_serializer="json",
@@ -198,6 +232,14 @@ def make_app(
         worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_transport_options={"visibility_timeout": visibility},
         broker_connection_retry_on_startup=True,
+        # Through a Redis restart: messages published (a chord's shards and
+        # callback, a retry) are sent again for ECEB_REDIS_OUTAGE_S; the
+        # result backend's client retries each command as long
+        # (RetryingRedisBackend), so Celery's own retries of a result,
+        # which would multiply that bound, are left out.
+        task_publish_retry=True,
+        task_publish_retry_policy=policy.publish_retry_policy(),
+        result_backend_transport_options={"retry_policy": {"max_retries": 0}},
         result_expires=RESULT_EXPIRES_S,
         worker_max_tasks_per_child=per_child,
         task_default_queue=QUEUE,
@@ -208,7 +250,8 @@ def make_app(
         **tls,
     )
     application.conf[MAX_DELIVERIES_SETTING] = settings.max_deliveries
-    register_tasks(application, RetryPolicy(max_retries=settings.task_max_retries))
+    application.conf[POLICY_SETTING] = policy
+    register_tasks(application, policy)
     return application
 
 

@@ -7,21 +7,18 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
-from kombu.exceptions import OperationalError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeout
 
 from eceb_worker.cluster.app import make_app
+from eceb_worker.cluster.backend import policy_of
+from eceb_worker.cluster.retry import UNREACHABLE
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.cluster.tasks import COORDINATE_TASK
 from eceb_worker.core.urls import redact_url, scrub
 from eceb_worker.errors import StorageError
 from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = ["UNREACHABLE", "Cluster"]
+__all__ = ["Cluster"]
 
-UNREACHABLE: Final = (OperationalError, RedisConnectionError, RedisTimeout, OSError)
-"""What the broker's or the result backend's client raises when it cannot be reached."""
 _CONNECT_RETRIES: Final = 2
 """Attempts to reach the broker before giving up, so that an unreachable
 cluster fails in about a second (Celery alone would retry for some 20 s)."""
@@ -31,18 +28,21 @@ class Cluster:
     """The Celery application of ``broker_url`` and ``result_backend`` (by
     default from the environment), both reached once, and its job store.
 
-    Raises ValueError for a setting that does not parse (never repeating a
-    URL), ``StorageError`` (its URL redacted) when the broker or the result
-    backend cannot be reached, or the result backend is not Redis.
+    The broker is reached at once or not at all (an unreachable cluster
+    fails in about a second); once reached, a lost connection is tried
+    again for ``ECEB_REDIS_OUTAGE_S`` seconds (the retry policy), by every
+    read and write of the job store and every message sent.
+
+    Raises ValueError for a setting that does not parse or a URL that is
+    not Redis's (never repeating a URL), ``StorageError`` (its URL
+    redacted) when the broker or the result backend cannot be reached.
     """
 
     def __init__(self, broker_url: str | None = None, result_backend: str | None = None) -> None:
         self.app: Any = make_app(broker_url, result_backend)
+        self.policy = policy_of(self.app)
         self.check_connection()
-        client = getattr(self.app.backend, "client", None)
-        if client is None:
-            raise StorageError(f"the result backend {self.backend} is not Redis: job state needs Redis")
-        self.store = JobStore(client)
+        self.store = JobStore.of(self.app)
 
     @property
     def broker(self) -> str:
@@ -67,15 +67,19 @@ class Cluster:
                 )
         except UNREACHABLE as exc:
             raise StorageError(f"cannot reach the broker {self.broker}: {self.scrub(exc)}") from None
-        client = getattr(self.app.backend, "client", None)  # a Redis result backend's client
-        if client is not None:
-            try:
-                client.ping()
-            except UNREACHABLE as exc:
-                raise StorageError(f"cannot reach the result backend {self.backend}: {self.scrub(exc)}") from None
+        try:
+            self.app.backend.client.ping()
+        except UNREACHABLE as exc:
+            raise StorageError(f"cannot reach the result backend {self.backend}: {self.scrub(exc)}") from None
 
     def submit(self, message: JobMessage, **fields: str | int) -> None:
         """Record a new job (phase ``queued`` and ``fields``) and queue its first step."""
         self.store.create(message.job_id, phase=Phase.QUEUED.value, kind=message.kind.value, **fields)
-        handle = self.app.send_task(COORDINATE_TASK, args=(msgspec.to_builtins(message),))
+        with self.policy.reaching(f"the broker {self.broker}"):
+            handle = self.app.send_task(COORDINATE_TASK, args=(msgspec.to_builtins(message),))
         self.store.update(message.job_id, coordinator=handle.id)
+
+    def revoke(self, task_id: str) -> None:
+        """Revoke task ``task_id`` on every worker (sent again through a
+        broker outage, up to the retry policy's bound; ``StorageError`` beyond)."""
+        self.policy.outlast(lambda: self.app.control.revoke(task_id), f"the broker {self.broker}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from eceb_worker.cluster.backend import policy_of
 from eceb_worker.errors import ShardLostError
 
 __all__ = ["COUNT_TTL_S", "DEFAULT_MAX_DELIVERIES", "MAX_DELIVERIES_SETTING", "check_delivery"]
@@ -29,14 +30,18 @@ def check_delivery(task: Any) -> None:
     """Count this start of ``task``'s current attempt (a bound Celery task).
 
     Raises :class:`ShardLostError` when the attempt has already started the
-    configured number of times (its worker process died each time).
+    configured number of times (its worker process died each time), and
+    ``StorageError`` when the result backend stays unreachable beyond the
+    retry policy's bound. (Sent again through a Redis outage, a start may
+    count twice.)
     """
     limit = int(task.app.conf.get(MAX_DELIVERIES_SETTING) or DEFAULT_MAX_DELIVERIES)
     key = f"eceb:deliveries:{task.request.id}:{task.request.retries}"
     pipe = task.app.backend.client.pipeline()
     pipe.incr(key)
     pipe.expire(key, COUNT_TTL_S)
-    started, _ = pipe.execute()
+    with policy_of(task.app).reaching("the result backend (delivery count)"):
+        started, _ = pipe.execute()
     if int(started) > limit:
         raise ShardLostError(
             f"delivered {int(started)} times and the worker process running it was lost each time "

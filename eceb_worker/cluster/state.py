@@ -9,6 +9,8 @@ import enum
 import time
 from typing import Any, Final
 
+from eceb_worker.cluster.backend import policy_of
+from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import Stage
 
@@ -91,11 +93,25 @@ class JobStore:
     shard delivered twice counts once (:meth:`get` reports their sizes as
     the fields ``rehash_done`` and ``eval_done``). All expire
     :data:`JOB_TTL_S` after the last change.
+
+    Every method is one command, pipeline or script, which ``client``
+    retries through a Redis outage (the application's client does:
+    :class:`~eceb_worker.cluster.backend.RetryingRedisBackend`) and which
+    changes nothing when run twice; a connection still lost after that
+    raises ``StorageError`` (``policy``'s bound named).
     """
 
-    def __init__(self, client: Any) -> None:
+    _WHAT: Final = "the result backend (job state)"
+
+    def __init__(self, client: Any, policy: RetryPolicy | None = None) -> None:
         self.client = client
+        self.policy = policy or RetryPolicy(max_retries=0)
         self._update_script = client.register_script(_UPDATE_UNLESS_ENDED_SCRIPT)
+
+    @classmethod
+    def of(cls, app: Any) -> JobStore:
+        """The job store in Celery application ``app``'s result backend, with its retry policy."""
+        return cls(app.backend.client, policy_of(app))
 
     def _touch(self, job_id: str, pipe: Any) -> None:
         pipe.hset(job_key(job_id), "updated", str(int(time.time())))
@@ -108,17 +124,19 @@ class JobStore:
         pipe = self.client.pipeline()
         pipe.hset(job_key(job_id), mapping={name: str(value) for name, value in fields.items()})
         self._touch(job_id, pipe)
-        pipe.execute()
+        with self.policy.reaching(self._WHAT):
+            pipe.execute()
 
     def update(self, job_id: str, **fields: str | int) -> bool:
         """Set fields of the job's hash, unless the job is unknown or has
         ended (done, failed, cancelled): a step still running when the job
         was cancelled never undoes the cancel. Atomic; True when written."""
         values = [str(value) for pair in fields.items() for value in pair]
-        written = self._update_script(
-            keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS)],
-            args=[JOB_TTL_S, str(int(time.time())), *values],
-        )
+        with self.policy.reaching(self._WHAT):
+            written = self._update_script(
+                keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS)],
+                args=[JOB_TTL_S, str(int(time.time())), *values],
+            )
         return bool(written)
 
     def advance(self, job_id: str, stage: Stage, index: int) -> None:
@@ -126,14 +144,16 @@ class JobStore:
         pipe = self.client.pipeline()
         pipe.sadd(f"{job_key(job_id)}:{DONE_FIELDS[stage]}", index)
         self._touch(job_id, pipe)
-        pipe.execute()
+        with self.policy.reaching(self._WHAT):
+            pipe.execute()
 
     def add_failure(self, job_id: str, text: str) -> None:
-        """Record a shard failure."""
+        """Record a shard failure (run twice through a Redis outage, it may be listed twice)."""
         pipe = self.client.pipeline()
         pipe.rpush(f"{job_key(job_id)}:failures", text)
         self._touch(job_id, pipe)
-        pipe.execute()
+        with self.policy.reaching(self._WHAT):
+            pipe.execute()
 
     def get(self, job_id: str) -> dict[str, str] | None:
         """The job's fields, or None for an unknown, expired or lost job."""
@@ -141,7 +161,8 @@ class JobStore:
         pipe.hgetall(job_key(job_id))
         for field in _DONE_FIELDS:
             pipe.scard(f"{job_key(job_id)}:{field}")
-        raw, *done = pipe.execute()
+        with self.policy.reaching(self._WHAT):
+            raw, *done = pipe.execute()
         if b"phase" not in raw and "phase" not in raw:
             # Unknown, expired, or lost (what a shard still running wrote
             # after Redis lost its data holds no phase).
@@ -152,11 +173,14 @@ class JobStore:
 
     def failures(self, job_id: str) -> list[str]:
         """Shard failures seen so far."""
-        return [_text(item) for item in self.client.lrange(f"{job_key(job_id)}:failures", 0, -1)]
+        with self.policy.reaching(self._WHAT):
+            items = self.client.lrange(f"{job_key(job_id)}:failures", 0, -1)
+        return [_text(item) for item in items]
 
     def finished(self, job_id: str) -> bool:
         """True when the job is done, failed or cancelled (or unknown)."""
-        phase = self.client.hget(job_key(job_id), "phase")
+        with self.policy.reaching(self._WHAT):
+            phase = self.client.hget(job_key(job_id), "phase")
         return phase is None or _text(phase) in TERMINAL_PHASES
 
     def fail(self, job_id: str, kind: ErrorKind, error: str, **fields: str) -> bool:

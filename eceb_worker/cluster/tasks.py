@@ -107,22 +107,24 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) ->
     """Run one job step (``body(job)`` returns what follows), then dispatch
     what follows; any failure beyond the retries ends the job, a message
     this worker cannot read included (sent by another version of eceb)."""
-    store = JobStore(task.app.backend.client)
+    store = JobStore.of(task.app)
     job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
     if store.finished(job_id):
         return
     try:
         check_delivery(task)
         job = Job(msgspec.convert(message, JobMessage), WORKSPACE)
-        _dispatch(task.app, store, job, body(job))
+        _dispatch(task.app, policy, store, job, body(job))
     except Exception as exc:
         _retry(task, policy, exc)
         _fail(store, job_id, exc)
 
 
-def _dispatch(app: Any, store: JobStore, job: Job, step: MapStage | Finished) -> None:
+def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: MapStage | Finished) -> None:
     """Start a map stage as a chord of its shard tasks, then its reduce
-    step; or write a finished job's result."""
+    step; or write a finished job's result. Raises ``StorageError`` when
+    the broker stays unreachable beyond ``policy``'s bound (the step runs
+    again: a second chord of the same shards changes no answer)."""
     message = job.message
     if isinstance(step, Finished):
         _finish(store, message, step)
@@ -132,7 +134,8 @@ def _dispatch(app: Any, store: JobStore, job: Job, step: MapStage | Finished) ->
         return  # cancelled meanwhile
     callback = app.signature(REDUCE_TASKS[step.stage], args=(msgspec.to_builtins(message),))
     if not step.tasks:
-        callback.apply_async(args=([],))
+        with policy.reaching("the broker"):
+            callback.apply_async(args=([],))
         return
     from celery import chord
 
@@ -146,7 +149,8 @@ def _dispatch(app: Any, store: JobStore, job: Job, step: MapStage | Finished) ->
         for shard in step.tasks
     ]
     callback.on_error(app.signature(SHARD_LOST_TASK, args=(message.job_id,)))
-    chord(header, app=app)(callback)
+    with policy.reaching("the broker"):
+        chord(header, app=app)(callback)
 
 
 def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
@@ -172,17 +176,23 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
         objects = ObjectStore(message.inputs.endpoint_url)
         objects.put_atomic(message.out, data)
         fields["report_digest"] = digest_bytes(data)
-        if not store.update(job_id, phase=Phase.DONE.value, **fields):
+        if not store.update(job_id, phase=Phase.DONE.value, **fields) and _cancelled(store, job_id):
             objects.delete(message.out)  # cancelled while it was written: a cancelled job leaves no report
+        # (Done meanwhile: the same step delivered twice wrote the same bytes, kept.)
         return
     store.update(job_id, phase=Phase.DONE.value, **fields)
+
+
+def _cancelled(store: JobStore, job_id: str) -> bool:
+    state = store.get(job_id)
+    return state is not None and state.get("phase") == Phase.CANCELLED.value
 
 
 def coordinate(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
     """``eceb.coordinate``: :meth:`Job.start` (check the inputs, scanning the
     registry as a stream: memory does not grow with its artifacts), then the
     re-hash chord."""
-    store = JobStore(task.app.backend.client)
+    store = JobStore.of(task.app)
     job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
     if not store.finished(job_id):
         store.update(job_id, phase=Phase.LOADING.value)
@@ -197,7 +207,7 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> Any:
     shard = msgspec.convert(message, ShardTask)
     index, stage = shard_index(shard), stage_of(shard)
     job_id = getattr(shard, "job_id", "")
-    store = JobStore(task.app.backend.client)
+    store = JobStore.of(task.app)
     if job_id and store.finished(job_id):
         return msgspec.to_builtins(ShardFailed(index=index, kind=ErrorKind.STORAGE, message="the job has ended"))
     answer: ShardAnswer
@@ -232,7 +242,7 @@ def job_shard_lost(task: Any, policy: RetryPolicy, failed_task_id: str, job_id: 
     retries = task.request.retries
     if reason is None and retries < CAUSE_LOOKUPS:
         raise task.retry(countdown=policy.countdown(retries), max_retries=CAUSE_LOOKUPS)
-    JobStore(task.app.backend.client).fail(
+    JobStore.of(task.app).fail(
         job_id,
         ErrorKind.STORAGE,
         f"a shard ended without an answer ({reason or 'revoked or lost'}); submit the job again",

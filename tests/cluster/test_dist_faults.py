@@ -16,19 +16,22 @@ import base64
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 import redis
 
 from eceb_cli import exit_codes
 from eceb_worker.cluster.app import QUEUE, make_app
+from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.io.objects import ObjectStore
 from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
 from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers, running_redis
@@ -244,13 +247,7 @@ def test_redis_losing_its_data_mid_job_ends_the_job_clearly(s3_server: S3Server,
             job_id, out = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
             _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
             reads_before = _reads_of_job_state(server)
-            waiting = subprocess.Popen(
-                [sys.executable, "-m", "eceb_cli.dist", "wait", job_id, "--timeout", WAIT_S],
-                env={**os.environ, "ECEB_BROKER_URL": server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            waiting = _eceb_dist(server, "wait", job_id, "--timeout", WAIT_S)
             # Until `wait` has read the job's state once (the stalled job reads none meanwhile).
             _wait_for(lambda: _reads_of_job_state(server) > reads_before, "eceb-dist wait to read the job")
             redis_stack.close()
@@ -301,3 +298,103 @@ def test_revoked_shard_ends_the_job_naming_the_cause(
         assert "raised TaskRevokedError('terminated')" in waited.stderr, waited.stderr
         assert "no report was written" in waited.stderr
         assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def _eceb_dist(server: RedisServer, *args: str, **env: str) -> subprocess.Popen[str]:
+    """``eceb-dist ARGS`` against ``server``, running (its output piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "eceb_cli.dist", *args],
+        env={**os.environ, "ECEB_BROKER_URL": server.url(), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_wait_outlasts_a_redis_restart_then_gives_up_after_the_bound(tmp_path: Path) -> None:
+    """``eceb-dist wait`` holding a job's state when Redis stops: it reads
+    again, with back-off, and carries on once Redis is back; an outage
+    longer than ECEB_REDIS_OUTAGE_S ends it as an unreachable broker does
+    (exit 5), never as an internal error."""
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    job_id = uuid.uuid4().hex
+    with contextlib.ExitStack() as redis_stack:
+        server = redis_stack.enter_context(running_redis(directory, appendonly=True))
+        client = server.client()
+        JobStore(client).create(job_id, phase=Phase.EVALUATING.value, kind="evaluate", out="s3://b/report.json")
+        reads_before = _reads_of_job_state(server)
+        waiting = _eceb_dist(server, "wait", job_id, "--timeout", WAIT_S, ECEB_REDIS_OUTAGE_S="20")
+        _wait_for(lambda: _reads_of_job_state(server) > reads_before, "eceb-dist wait to read the job")
+        redis_stack.close()
+        time.sleep(1.5)  # wait polls meanwhile, finding no server
+        server = redis_stack.enter_context(running_redis(directory, port=server.port, appendonly=True))
+        client = server.client()
+        JobStore(client).update(job_id, phase=Phase.DONE.value, passing_tasks=2, total_tasks=2)
+        stdout, stderr = waiting.communicate(timeout=60)
+        assert waiting.returncode == exit_codes.OK, stdout + stderr
+        assert "2/2 tasks pass; report written to s3://b/report.json" in stdout
+
+        job_id = uuid.uuid4().hex
+        JobStore(client).create(job_id, phase=Phase.EVALUATING.value, kind="evaluate", out="s3://b/report.json")
+        reads_before = _reads_of_job_state(server)
+        waiting = _eceb_dist(server, "wait", job_id, "--timeout", WAIT_S, ECEB_REDIS_OUTAGE_S="2")
+        _wait_for(lambda: _reads_of_job_state(server) > reads_before, "eceb-dist wait to read the job")
+        client.close()
+        redis_stack.close()
+        stopped = time.monotonic()
+        stdout, stderr = waiting.communicate(timeout=60)
+        assert waiting.returncode == exit_codes.STORAGE, stdout + stderr
+        assert time.monotonic() - stopped < 15
+        assert "unreachable for more than 2 s (ECEB_REDIS_OUTAGE_S)" in stderr, stderr
+        assert "internal error" not in stderr
+        assert server.password not in stdout + stderr
+
+
+RESTARTS: Final = ((1.0, 1.0, 1.0), (10.0,))
+"""For each job of the test below, how long (s) Redis stays down at each of its restarts."""
+
+
+def test_redis_restarted_again_and_again_mid_job_every_job_ends_with_the_report(
+    s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
+) -> None:
+    """Redis (append-only) restarted during jobs of 25 shards, down for a
+    second or for ten, while two workers run them and ``eceb-dist wait``
+    follows them: first while a shard is held mid-read, which finishes while
+    Redis is down (its answer, its chord's count and its job's state are
+    written once Redis is back), then at random points. Every job ends with
+    the report ``eceb evaluate`` writes, each shard counted once."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    with contextlib.ExitStack() as redis_stack:
+        server = redis_stack.enter_context(running_redis(directory, appendonly=True))
+
+        def restart(down: float, during: Callable[[], object] = lambda: None) -> None:
+            redis_stack.close()
+            during()
+            time.sleep(down)
+            redis_stack.enter_context(running_redis(directory, port=server.port, appendonly=True))
+
+        env = {"ECEB_VISIBILITY_TIMEOUT": "5"}
+        with celery_workers(server.url(), 2, tmp_path / "workers", env=env) as workers:
+            for first, *later in RESTARTS:
+                with StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay:
+                    reads_before = _reads_of_job_state(server)
+                    job_id, _ = _submit_seed(server, s3_server, bucket, relay.endpoint_url)
+                    waiting = _eceb_dist(server, "wait", job_id, "--timeout", "120")
+                    # (A command that cannot reach Redis when it starts fails at once.)
+                    read = lambda before=reads_before: _reads_of_job_state(server) > before  # noqa: E731
+                    _wait_for(read, "eceb-dist wait to read the job")
+                    _wait_for(relay.stalled.is_set, "a worker to start the shard reading " + STALLED)
+                    restart(first, during=relay.release)
+                    for down in later:
+                        time.sleep(rng.uniform(0.0, 1.5))
+                        restart(down)
+                    stdout, stderr = waiting.communicate(timeout=150)
+                context = f"random seed {seed}, downs {(first, *later)}:\n{stdout}{stderr}{workers.logs()[-6000:]}"
+                assert waiting.returncode == exit_codes.TASKS_FAILED, context
+                assert "internal error" not in stderr, context
+                _finishes_with_the_report(server, s3_server, job_id, expected_report, tmp_path, workers)
+            assert "Cannot connect to redis://:**@" in workers.logs()
