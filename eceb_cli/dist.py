@@ -33,6 +33,7 @@ from eceb_cli.outcomes import (
     verification_of,
     wait_until_ended,
 )
+from eceb_cli.streams import PipeSafeGroup
 from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
 from eceb_worker.cluster.state import Phase
@@ -92,7 +93,7 @@ def _submit(message: JobMessage, broker_url: str | None, result_backend: str | N
     click.echo(message.job_id)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb-dist")
 def main() -> None:
     """Verify corpora and evaluate ECEB-0.1 runs on a cluster of Celery workers over Redis.

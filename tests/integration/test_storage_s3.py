@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from eceb_worker.io.s3_corpus import S3Storage
 from eceb_worker.pipeline.inputs import load_registry
 from eceb_worker.pipeline.jobs import verify_corpus
 from eceb_worker.pipeline.register import register_corpus
+from tests.support.helpers import refusing_loopback_port
 from tests.support.paths import REPO
 from tests.support.relays import CuttingRelay, RefusingRelay
 from tests.support.s3_server import S3Server
@@ -233,10 +233,8 @@ def test_adapter_missing_bucket_fails_the_whole_storage(s3_server: S3Server) -> 
 
 
 def test_adapter_unreachable_endpoint_fails_the_whole_storage() -> None:
-    # A bound socket that does not listen: connections to it are refused.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as reserved:
-        reserved.bind(("127.0.0.1", 0))
-        refused = f"http://127.0.0.1:{reserved.getsockname()[1]}"
+    with refusing_loopback_port() as port:
+        refused = f"http://127.0.0.1:{port}"
         storage = S3Storage("s3://bucket/prefix", endpoint_url=refused, max_attempts=2)
         with pytest.raises(StorageError, match="cannot reach the endpoint") as caught:
             storage.hash_artifact("a.txt")

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import blake3
 
 from eceb_worker.corpus.artifacts import Artifact
@@ -28,3 +35,29 @@ def artifact(
 
 def registry_bytes(*artifacts: Artifact) -> bytes:
     return b"".join(registry_lines(build_registry(artifacts)))
+
+
+def run_with_closed_reader(stream: str, *command: str, **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """Run ``command`` with its ``stream`` (``"stdout"`` or ``"stderr"``) a
+    pipe whose reading end is already closed, as ``COMMAND | head -0``
+    leaves it: every write to it fails with EPIPE. The other stream is
+    captured."""
+    other = "stderr" if stream == "stdout" else "stdout"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            command, **{stream: write, other: subprocess.PIPE}, stdin=subprocess.DEVNULL, check=False, **options
+        )
+    finally:
+        os.close(write)
+
+
+@contextmanager
+def refusing_loopback_port() -> Iterator[int]:
+    """A port of 127.0.0.1 bound by no listener while the context lasts:
+    connections to it are refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        port: int = reserved.getsockname()[1]
+        yield port
