@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from eceb_cli import exit_codes
 from eceb_cli.main import main
+from tests.support.helpers import invoke
 
 RULES = """
 schema = "symgliph.eceb/rules-v0.1"
@@ -27,7 +27,7 @@ classification = "restricted"
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    result = invoke(main, *args)
     return result.exit_code, result.stdout, result.stderr
 
 

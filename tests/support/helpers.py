@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import blake3
+import click
+from click.testing import CliRunner, Result
 
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
@@ -61,3 +63,8 @@ def refusing_loopback_port() -> Iterator[int]:
         reserved.bind(("127.0.0.1", 0))
         port: int = reserved.getsockname()[1]
         yield port
+
+
+def invoke(command: click.Command, *args: str) -> Result:
+    """``command ARGS`` in this process through click's runner (exceptions propagate)."""
+    return CliRunner().invoke(command, list(args), catch_exceptions=False)
