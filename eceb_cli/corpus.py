@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.arguments import local_path, location
 from eceb_cli.console import default_workers, endpoint, handle_errors, progress
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
@@ -66,10 +67,8 @@ def corpus() -> None:
 
 
 @corpus.command()
-@click.argument("source")
-@click.option(
-    "--rules", "rules_path", type=click.Path(path_type=Path, dir_okay=False), required=True, help="TOML rules file."
-)
+@click.argument("source", callback=location)
+@click.option("--rules", "rules_path", callback=local_path, required=True, help="TOML rules file.")
 @output_option("Registry file to write (atomically).", required=True)
 @source_options
 @handle_errors
@@ -121,7 +120,7 @@ def register(
 
 
 @corpus.command()
-@click.argument("registry_path", metavar="REGISTRY", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @handle_errors
 def root(registry_path: Path) -> None:
     """Validate REGISTRY and print its corpus root (64 hex characters)."""
@@ -129,8 +128,8 @@ def root(registry_path: Path) -> None:
 
 
 @corpus.command()
-@click.argument("registry_path", metavar="REGISTRY", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
+@click.argument("registry_path", metavar="REGISTRY", callback=local_path)
+@click.option("--source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON on stdout.")
 @source_options
 @handle_errors

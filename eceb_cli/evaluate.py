@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.arguments import local_path, location
 from eceb_cli.console import endpoint, handle_errors, progress
 from eceb_cli.corpus import advance_by, print_findings, source_options
 from eceb_cli.outputs import Output, output_option
@@ -25,9 +26,11 @@ __all__ = ["evaluate", "validate"]
 
 
 @click.command()
-@click.argument("benchmark_path", metavar="BENCHMARK")
-@click.argument("run_path", metavar="RUN")
-@click.option("--corpus", "source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
+@click.argument("benchmark_path", metavar="BENCHMARK", callback=location)
+@click.argument("run_path", metavar="RUN", callback=location)
+@click.option(
+    "--corpus", "source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix."
+)
 @output_option("Write the report here (atomically).")
 @click.option("--quiet", is_flag=True, help="Print only the verdict line.")
 @source_options
@@ -91,11 +94,11 @@ def evaluate(
 
 
 @click.command()
-@click.argument("path", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("path", metavar="FILE", callback=local_path)
 @click.option(
     "--benchmark",
     "benchmark_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    callback=local_path,
     help="For a run: also check it against this benchmark and its registry.",
 )
 @handle_errors

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from eceb_worker.core.urls import check_no_credentials
 from eceb_worker.errors import OutputError
 from eceb_worker.io.files import atomic_write, check_not_an_input, check_writable, path_inside
 
@@ -79,6 +80,10 @@ def _output(_ctx: click.Context, param: click.Parameter, value: str | None) -> O
         return None
     if value == STANDARD_OUTPUT:
         return Output(None)
+    try:
+        check_no_credentials(value)
+    except ValueError as exc:  # the message shows the URL without its credentials
+        raise click.BadParameter(str(exc), param=param) from None
     if "://" in value:
         # The value is not repeated: a URL may hold credentials.
         raise click.BadParameter(

@@ -462,8 +462,8 @@ def test_cli_never_prints_credentials(s3_server: S3Server, s3_bucket: str, tmp_p
         ),
         (
             ("--source", source, "--endpoint-url", f"http://user:{secret}@"),
-            exit_codes.STORAGE,
-            "invalid S3 endpoint URL",
+            exit_codes.USAGE,
+            "takes no credentials",
         ),
     ]
     for args, expected, message in runs:
