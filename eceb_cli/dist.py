@@ -37,9 +37,8 @@ from eceb_cli.streams import PipeSafeGroup
 from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
 from eceb_worker.cluster.state import Phase
-from eceb_worker.core.urls import is_s3_url, redact_url, split_object_url
+from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
-from eceb_worker.errors import OutputError
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
@@ -88,10 +87,6 @@ def _cluster(broker_url: str | None, result_backend: str | None) -> Cluster:
 
 def _submit(message: JobMessage, broker_url: str | None, result_backend: str | None, **fields: str) -> None:
     """Check what can be checked, queue the job and print its id."""
-    inputs = message.inputs
-    for given in (inputs.benchmark, inputs.run, inputs.registry):
-        if message.out and is_s3_url(given) and split_object_url(given) == split_object_url(message.out):
-            raise OutputError(f"{message.out}: is the input {given} (an output never replaces an input)")
     check_submission(message)
     cluster = _cluster(broker_url, result_backend)
     cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)

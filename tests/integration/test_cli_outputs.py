@@ -127,22 +127,3 @@ def test_urls_are_refused_as_outputs(seed: Path, monkeypatch: pytest.MonkeyPatch
     result = invoke(dist_main, "result", "0" * 32, "-o", "s3://bucket/x.json")
     assert result.exit_code == exit_codes.USAGE, result.output
     assert not (seed / "s3:").exists()
-
-
-def test_dist_out_is_never_an_input() -> None:
-    inputs = ("s3://inputs/seed/benchmark.json", "s3://inputs/seed/run.json")
-    for out in inputs:
-        result = invoke(dist_main, "submit", *inputs, "--corpus", "s3://inputs/seed/corpus", "--out", out)
-        assert result.exit_code == exit_codes.OUTPUT, result.output
-        assert f"{out}: is the input" in result.stderr
-    registry = "s3://inputs/seed/registry.jsonl"
-    result = invoke(
-        dist_main,
-        "verify",
-        registry,
-        "--corpus",
-        "s3://inputs/seed/corpus",
-        "--out",
-        "s3://inputs//seed/registry.jsonl",
-    )
-    assert result.exit_code == exit_codes.OUTPUT, result.output
