@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from eceb_cli import exit_codes
+from eceb_worker.core.urls import check_no_credentials
 from eceb_worker.errors import InputError, OutputError, StorageError, VerificationError
 from eceb_worker.settings import read_setting
 
@@ -73,10 +74,14 @@ def _debug() -> bool:
 
 def endpoint(endpoint_url: str | None) -> str | None:
     """The S3 endpoint: ``--endpoint-url``, else ``ECEB_S3_ENDPOINT_URL``
-    (:mod:`eceb_worker.settings`)."""
-    if endpoint_url:
-        return endpoint_url
-    value: str | None = read_setting("s3_endpoint_url")
+    (:mod:`eceb_worker.settings`). One that holds credentials is a usage
+    error (:func:`eceb_worker.core.urls.check_no_credentials`)."""
+    value: str | None = endpoint_url or read_setting("s3_endpoint_url")
+    if value:
+        try:
+            check_no_credentials(value)
+        except ValueError as exc:  # the message shows the URL without its credentials
+            raise click.UsageError(f"the S3 endpoint (--endpoint-url or ECEB_S3_ENDPOINT_URL): {exc}") from None
     return value
 
 

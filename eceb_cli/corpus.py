@@ -9,13 +9,15 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.arguments import local_path, location
 from eceb_cli.console import default_workers, endpoint, handle_errors, progress
+from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import registry_lines
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import VerificationReport, encode_verification
 from eceb_worker.executors import InProcessExecutor
-from eceb_worker.io.files import atomic_write, check_writable, read_input
+from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.inputs import load_registry
 from eceb_worker.pipeline.jobs import verify_corpus
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
@@ -65,19 +67,15 @@ def corpus() -> None:
 
 
 @corpus.command()
-@click.argument("source")
-@click.option(
-    "--rules", "rules_path", type=click.Path(path_type=Path, dir_okay=False), required=True, help="TOML rules file."
-)
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Registry file to write."
-)
+@click.argument("source", callback=location)
+@click.option("--rules", "rules_path", callback=local_path, required=True, help="TOML rules file.")
+@output_option("Registry file to write (atomically).", required=True)
 @source_options
 @handle_errors
 def register(
     source: str,
     rules_path: Path,
-    output: Path,
+    output: Output,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
@@ -93,7 +91,8 @@ def register(
     from eceb_worker.corpus.rules import parse_rules  # glob matching: only registering needs it
     from eceb_worker.pipeline.register import register_corpus
 
-    check_writable(output)
+    output.check([rules_path])
+    output.check_outside(source)
     rules = parse_rules(read_input(rules_path), str(rules_path))
     spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
     totals: dict[str, int] = {}
@@ -111,15 +110,17 @@ def register(
             on_answer=advance_by(advance),
             on_listed=listed,
         )
-    atomic_write(output, registry_lines(registry))
+    output.write(registry_lines(registry))
     size = sum(a.size_bytes for a in registry.artifacts)
-    click.echo(f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}")
-    click.echo(f"corpus root {registry.corpus_root}")
-    click.echo(f"wrote {output}")
+    quiet_stdout = output.to_stdout  # standard output holds the registry alone
+    click.echo(f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}", err=quiet_stdout)
+    click.echo(f"corpus root {registry.corpus_root}", err=quiet_stdout)
+    if not quiet_stdout:
+        click.echo(f"wrote {output}")
 
 
 @corpus.command()
-@click.argument("registry_path", metavar="REGISTRY", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @handle_errors
 def root(registry_path: Path) -> None:
     """Validate REGISTRY and print its corpus root (64 hex characters)."""
@@ -127,8 +128,8 @@ def root(registry_path: Path) -> None:
 
 
 @corpus.command()
-@click.argument("registry_path", metavar="REGISTRY", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
+@click.argument("registry_path", metavar="REGISTRY", callback=local_path)
+@click.option("--source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON on stdout.")
 @source_options
 @handle_errors

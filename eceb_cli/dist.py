@@ -14,7 +14,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -33,6 +32,8 @@ from eceb_cli.outcomes import (
     verification_of,
     wait_until_ended,
 )
+from eceb_cli.outputs import Output, output_option
+from eceb_cli.streams import PipeSafeGroup
 from eceb_cli.submission import check_submission, corpus_argument, object_argument
 from eceb_worker import __version__
 from eceb_worker.cluster.state import Phase
@@ -92,7 +93,7 @@ def _submit(message: JobMessage, broker_url: str | None, result_backend: str | N
     click.echo(message.job_id)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb-dist")
 def main() -> None:
     """Verify corpora and evaluate ECEB-0.1 runs on a cluster of Celery workers over Redis.
@@ -288,17 +289,15 @@ def wait(
 
 @main.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here.")
+@output_option("Write the report here (atomically; standard output without -o).")
 @cluster_options
 @handle_errors
 def result(
-    job_id: str, output: Path | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
+    job_id: str, output: Output | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
 ) -> None:
     """Download a finished job's report (to FILE, atomically, or to stdout)."""
-    from eceb_worker.io.files import atomic_write, check_writable
-
     if output is not None:
-        check_writable(output)
+        output.check()
     cluster = _cluster(broker_url, result_backend)
     state = job_state(cluster, job_id)
     exit_for(job_id, state)
@@ -312,11 +311,10 @@ def result(
 
         objects = ObjectStore(endpoint(endpoint_url))
     data = result_bytes(job_id, state, objects)
-    if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+    if output is None or output.to_stdout:
+        Output(None).write([data])
     else:
-        atomic_write(output, [data])
+        output.write([data])
         if is_verification(state):
             report = verification_of(state)
             click.echo(f"{artifacts_verified(report)}; report written to {output}")

@@ -9,13 +9,14 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.arguments import local_path, location
 from eceb_cli.console import endpoint, handle_errors, progress
 from eceb_cli.corpus import advance_by, print_findings, source_options
+from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import VerificationError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.families.eceb.report import encode_report
-from eceb_worker.io.files import atomic_write, check_writable
 from eceb_worker.io.locations import Locator
 from eceb_worker.pipeline.inputs import check_inputs
 from eceb_worker.pipeline.jobs import evaluate as run_evaluation
@@ -25,12 +26,12 @@ __all__ = ["evaluate", "validate"]
 
 
 @click.command()
-@click.argument("benchmark_path", metavar="BENCHMARK")
-@click.argument("run_path", metavar="RUN")
-@click.option("--corpus", "source", required=True, help="The corpus: a directory or s3://bucket/prefix.")
+@click.argument("benchmark_path", metavar="BENCHMARK", callback=location)
+@click.argument("run_path", metavar="RUN", callback=location)
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here (atomically)."
+    "--corpus", "source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix."
 )
+@output_option("Write the report here (atomically).")
 @click.option("--quiet", is_flag=True, help="Print only the verdict line.")
 @source_options
 @handle_errors
@@ -38,7 +39,7 @@ def evaluate(
     benchmark_path: str,
     run_path: str,
     source: str,
-    output: Path | None,
+    output: Output | None,
     quiet: bool,
     endpoint_url: str | None,
     workers: int,
@@ -57,9 +58,13 @@ def evaluate(
     """
     started = time.monotonic()
     if output is not None:
-        check_writable(output)
+        output.check()
     endpoint_url = endpoint(endpoint_url)
     inputs = check_inputs(benchmark_path, run_path, Locator(endpoint_url), shard_bytes=shard_bytes)
+    if output is not None:
+        output.check([benchmark_path, run_path, inputs.registry_location])
+        paths = {artifact.path for artifact in inputs.registry.artifacts}
+        output.check_outside(source, paths.__contains__)
     spec = StorageSpec(source=source, endpoint_url=endpoint_url, concurrency=concurrency)
     try:
         with progress("verifying", total=inputs.registry.artifact_count) as advance:
@@ -75,11 +80,13 @@ def evaluate(
         raise
     data = encode_report(report)
     if output is not None:
-        atomic_write(output, [data])
+        output.write([data])
+    summary_to_stderr = output is not None and output.to_stdout
     if not quiet:
         for line in report_lines(report, verification.source):
-            click.echo(line)
-    click.echo(verdict_line(report) + (f"; report written to {output}" if output else ""))
+            click.echo(line, err=summary_to_stderr)
+    written = f"; report written to {output}" if output is not None and not output.to_stdout else ""
+    click.echo(verdict_line(report) + written, err=summary_to_stderr)
     if not quiet:
         click.echo(f"evaluated in {time.monotonic() - started:.2f} s", err=True)
     if report.summary.passing_tasks != report.summary.total_tasks:
@@ -87,11 +94,11 @@ def evaluate(
 
 
 @click.command()
-@click.argument("path", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("path", metavar="FILE", callback=local_path)
 @click.option(
     "--benchmark",
     "benchmark_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    callback=local_path,
     help="For a run: also check it against this benchmark and its registry.",
 )
 @handle_errors

@@ -13,7 +13,8 @@ code    meaning
 5       storage unavailable: the corpus could not be read at all;
         (eceb-dist) an unreachable broker, a shard the cluster could not
         complete, a report gone or replaced since its job wrote it
-6       output cannot be written (checked before the work starts)
+6       output cannot be written: missing or unwritable directory, or one
+        of the inputs (checked before the work starts)
 7       no such job (``eceb-dist``: unknown or expired job id)
 8       the job was cancelled (``eceb-dist wait`` / ``result``)
 70      internal error (a bug: please report it)

@@ -7,6 +7,7 @@ import signal
 
 import click
 
+from eceb_cli.streams import PipeSafeGroup
 from eceb_worker import __version__
 
 __all__ = ["main"]
@@ -19,7 +20,7 @@ _COMMANDS = {
 """Each subcommand and where it is defined (``module:attribute``)."""
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(PipeSafeGroup):
     """A group that imports a subcommand's module only when that subcommand
     is used, so that one command does not pay for the imports of the others
     (start-up time counts when a command runs in well under a second).

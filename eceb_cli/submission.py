@@ -22,14 +22,13 @@ def corpus_argument(value: str) -> str:
     """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
     (it is stored in the job's state and shown by ``status``); a directory is
     an absolute path (workers resolve it, not the submitter)."""
-    from eceb_worker.core.urls import is_s3_url, parse_s3_url
+    from eceb_worker.core.urls import check_location
 
-    if is_s3_url(value):
-        try:
-            parse_s3_url(value)
-        except ValueError as exc:
-            raise click.UsageError(f"--corpus: {exc}") from None
-    elif not os.path.isabs(value):
+    try:
+        check_location(value)
+    except ValueError as exc:  # the message shows the URL without its credentials
+        raise click.UsageError(f"--corpus: {exc}") from None
+    if not value.startswith("s3://") and not os.path.isabs(value):
         raise click.UsageError(
             f"--corpus: {value!r} is a relative path; give the directory as an absolute path every worker sees "
             "(or an s3://bucket/prefix URL)"
@@ -40,8 +39,12 @@ def corpus_argument(value: str) -> str:
 def object_argument(value: str, what: str, *, local: bool = False) -> str:
     """An input or output given as ``s3://bucket/key`` (or, with ``local``, an
     absolute path every worker sees), checked."""
-    from eceb_worker.core.urls import split_object_url
+    from eceb_worker.core.urls import check_location, split_object_url
 
+    try:
+        check_location(value, s3=True)
+    except ValueError as exc:  # the message shows the URL without its credentials
+        raise click.UsageError(f"{what}: {exc}") from None
     if local and not value.startswith("s3://"):
         if not os.path.isabs(value):
             raise click.UsageError(
@@ -50,12 +53,6 @@ def object_argument(value: str, what: str, *, local: bool = False) -> str:
             )
         return value
     role = "write it to" if what == "--out" else "read it from"
-    authority = value.split("/", 3)[2] if value.startswith("s3://") and value.count("/") >= 2 else ""
-    if "@" in authority or "?" in value or "#" in value:
-        raise click.UsageError(
-            f"{what}: an s3:// URL takes no credentials, query or fragment (credentials come from the "
-            "environment, as for boto3)"
-        )
     try:
         split_object_url(value)
     except ValueError:

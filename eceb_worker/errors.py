@@ -109,7 +109,8 @@ class VerificationError(EcebError):
 
 class OutputError(EcebError):
     """An output file cannot be written: its directory is missing or not
-    writable, or the write failed. No partial file is left under its name."""
+    writable, it is one of the command's inputs, or the write failed. No
+    partial file is left under its name."""
 
 
 class StorageError(EcebError):

@@ -2,6 +2,14 @@
 and credentials removed from URLs and texts before they are printed,
 logged or stored (broker and result backend URLs hold the Redis password).
 Pure string work: nothing is resolved or connected to.
+
+The one rule for credentials in a URL eceb is given as an input, corpus,
+output or S3 endpoint (:func:`check_location`, :func:`check_no_credentials`):
+they are refused, and the refusal shows the URL without its user
+information, query and fragment (:func:`shown_url`). Credentials come only
+from the environment, as for boto3. Broker and result backend URLs are the
+exception: they carry the Redis password, and are shown redacted
+(:func:`redact_url`).
 """
 
 from __future__ import annotations
@@ -14,12 +22,15 @@ from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "REDACTED",
+    "check_location",
+    "check_no_credentials",
     "is_s3_url",
     "object_sibling",
     "parse_s3_url",
     "redact_url",
     "s3_location",
     "scrub",
+    "shown_url",
     "split_object_url",
 ]
 
@@ -98,6 +109,55 @@ def scrub(text: str, urls: Iterable[object]) -> str:
     return text
 
 
+def shown_url(url: str) -> str:
+    """How a refused URL is shown: ``scheme://host/path`` without its user
+    information, query and fragment (any of which may hold a credential),
+    ``scheme://***`` when it does not parse; a string that is no URL as given.
+
+    >>> shown_url("s3://AKIA:secret@bucket/key.json?X-Amz-Signature=s")
+    's3://***@bucket/key.json'
+    """
+    scheme, sep, _rest = url.partition("://")
+    if not sep:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"{scheme}://{REDACTED}"
+    userinfo = f"{REDACTED}@" if "@" in parts.netloc else ""
+    return f"{scheme}://{userinfo}{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def check_no_credentials(url: str) -> None:
+    """Raise ValueError when ``url`` (``scheme://...``) holds user
+    information (a key, a secret), a query or a fragment (a pre-signed
+    URL's signature); its message shows the URL by :func:`shown_url`. A
+    string that is no URL passes."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return
+    authority = rest.split("/", 1)[0]
+    if "@" in authority or "?" in rest or "#" in rest:
+        kind = "an s3:// URL" if scheme == "s3" else "a URL"
+        raise ValueError(
+            f"{kind} takes no credentials, query or fragment (credentials come from the environment, "
+            f"as for boto3): {shown_url(url)}"
+        )
+
+
+def check_location(value: str, *, s3: bool = True) -> None:
+    """Raise ValueError unless ``value`` is a local path or (with ``s3``) a
+    well-formed ``s3://bucket/...`` URL without credentials
+    (:func:`check_no_credentials`). The message never repeats a credential."""
+    check_no_credentials(value)
+    if "://" not in value:
+        return
+    if not (s3 and value.startswith("s3://")):
+        wanted = "a local path or an s3://bucket/... URL" if s3 else "a local path (this command reads local files)"
+        raise ValueError(f"not {wanted}: {shown_url(value)}")
+    parse_s3_url(value)
+
+
 def is_s3_url(location: object) -> bool:
     """True for a string ``s3://...``."""
     return isinstance(location, str) and location.startswith("s3://")
@@ -107,11 +167,10 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
     leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
     """
+    check_no_credentials(url)
     parts = urlsplit(url)
     if parts.scheme != "s3" or not parts.netloc:
-        raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
-    if parts.query or parts.fragment or "@" in parts.netloc:
-        raise ValueError(f"an s3:// URL takes no credentials, query or fragment: s3://{parts.netloc.split('@')[-1]}/…")
+        raise ValueError(f"not an s3://bucket/prefix URL: {shown_url(url)!r}")
     return parts.netloc, parts.path.strip("/")
 
 
@@ -119,7 +178,7 @@ def split_object_url(url: str) -> tuple[str, str]:
     """``(bucket, key)`` of ``s3://bucket/key``; raises ValueError when the key is empty."""
     bucket, key = parse_s3_url(url)
     if not key:
-        raise ValueError(f"not an s3://bucket/key object URL: {url!r}")
+        raise ValueError(f"not an s3://bucket/key object URL: {shown_url(url)!r}")
     return bucket, key
 
 

@@ -12,7 +12,16 @@ from typing import BinaryIO
 
 from eceb_worker.errors import InputError, OutputError, Problem
 
-__all__ = ["atomic_write", "check_writable", "map_input", "open_input", "read_input"]
+__all__ = [
+    "atomic_write",
+    "check_not_an_input",
+    "check_writable",
+    "map_input",
+    "open_input",
+    "path_inside",
+    "read_input",
+    "same_file",
+]
 
 _INPUT_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 """O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused)."""
@@ -79,28 +88,58 @@ def _umask() -> int:
 
 def check_writable(path: Path) -> None:
     """Raise :class:`OutputError` unless a file can be created at ``path``
-    (checked before long work, so that it is not wasted)."""
+    (checked before long work, so that it is not wasted): its directory
+    exists (none is created), is writable, and ``path`` is not a directory."""
     if path.is_dir():
         raise OutputError(f"{path}: is a directory")
-    existing = path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent  # missing directories are created when writing
-    if not existing.is_dir():
-        raise OutputError(f"{path}: {str(existing)!r} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise OutputError(f"{path}: directory {str(existing)!r} is not writable")
+    directory = path.parent
+    if not directory.exists():
+        raise OutputError(f"{path}: directory {directory} does not exist (it is not created)")
+    if not directory.is_dir():
+        raise OutputError(f"{path}: {str(directory)!r} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: directory {str(directory)!r} is not writable")
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """True when both paths name one existing file, however they are
+    spelled (relative or absolute, through symbolic links, hard links):
+    the same device and inode."""
+    try:
+        one, other = first.stat(), second.stat()
+    except (OSError, ValueError):
+        return False
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
+
+
+def check_not_an_input(path: Path, inputs: Iterable[Path]) -> None:
+    """Raise :class:`OutputError` when the output ``path`` is one of
+    ``inputs`` (:func:`same_file`): an output never replaces what it was
+    made from."""
+    for given in inputs:
+        if same_file(path, given):
+            raise OutputError(f"{path}: is the input {given} (an output never replaces an input)")
+
+
+def path_inside(path: Path, directory: Path) -> str | None:
+    """``path``'s ``/``-separated path relative to ``directory`` when it
+    lies inside it (both resolved, symbolic links followed), else None."""
+    try:
+        relative = path.resolve().relative_to(directory.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return relative.as_posix()
 
 
 def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` so that readers see the old file or the
     complete new one, never a part: a temporary file in the same directory,
     flushed to disk, then renamed over ``path``. On any failure the temporary
-    file is removed and ``path`` is untouched.
+    file is removed and ``path`` is untouched. Its directory must exist.
     """
     import tempfile  # here, not at the top: commands that write nothing start faster
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc

@@ -24,6 +24,7 @@ from eceb_worker.io.s3 import (
     ObjectChanged,
     ResumableBody,
     Role,
+    describe_endpoint,
     error_code,
     make_s3_client,
     read_body,
@@ -39,10 +40,11 @@ class _RawBody(io.RawIOBase):
     """A :class:`ResumableBody` as a raw binary stream; a failure is the eceb
     error of reading an input (``url``)."""
 
-    def __init__(self, body: ResumableBody, url: str) -> None:
+    def __init__(self, body: ResumableBody, url: str, endpoint: str) -> None:
         super().__init__()
         self._body = body
         self._url = url
+        self._endpoint = endpoint
 
     def readable(self) -> bool:
         return True
@@ -52,7 +54,7 @@ class _RawBody(io.RawIOBase):
         try:
             data = self._body.read(len(view))
         except FAILURES as exc:
-            raise s3_error(exc, Role.READING, self._url) from None
+            raise s3_error(exc, Role.READING, self._url, endpoint=self._endpoint) from None
         view[: len(data)] = data
         return len(data)
 
@@ -84,6 +86,8 @@ class ObjectStore:
             except ValueError as exc:
                 raise StorageError(str(exc)) from None
         self.client = client
+        self.endpoint = describe_endpoint(client)
+        """How messages name the endpoint (:func:`~eceb_worker.io.s3.describe_endpoint`)."""
 
     def get(self, url: str, *, etag: str | None = None) -> tuple[bytes, str]:
         """The object's bytes and ETag. With ``etag``, only that version is
@@ -116,8 +120,8 @@ class ObjectStore:
         try:
             body = ResumableBody(self.client, bucket, key, etag=etag)
         except FAILURES as exc:
-            raise s3_error(exc, Role.READING, url) from None
-        return io.BufferedReader(_RawBody(body, url), buffer_size=buffer_bytes), body.etag
+            raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
+        return io.BufferedReader(_RawBody(body, url, self.endpoint), buffer_size=buffer_bytes), body.etag
 
     def get_range(self, url: str, start: int, end: int, *, etag: str | None = None) -> bytes:
         """Bytes ``[start, end)`` of the object (one ranged GET, again when its
@@ -143,7 +147,7 @@ class ObjectStore:
         try:
             data = read_checked(read)
         except FAILURES as exc:
-            raise s3_error(exc, Role.READING, url) from None
+            raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
         if len(data) != end - start:
             raise StorageError(f"{url}: asked for bytes {start}..{end - 1}, got {len(data)} bytes")
         return data
@@ -151,13 +155,24 @@ class ObjectStore:
     def exists(self, url: str) -> bool:
         """True when the object exists; raises ``StorageError`` when that cannot be told."""
         bucket, key = _object(url, InputError)
-        return _found(url, MISSING_CODES, lambda: self.client.head_object(Bucket=bucket, Key=key))
+        return self._found(url, MISSING_CODES, lambda: self.client.head_object(Bucket=bucket, Key=key))
 
     def bucket_exists(self, url: str) -> bool:
         """True when the bucket of ``url`` exists; raises ``StorageError``
         when that cannot be told (unreachable endpoint, access refused)."""
         bucket, _ = _object(url, InputError)
-        return _found(url, {*MISSING_CODES, NO_SUCH_BUCKET}, lambda: self.client.head_bucket(Bucket=bucket))
+        return self._found(url, {*MISSING_CODES, NO_SUCH_BUCKET}, lambda: self.client.head_bucket(Bucket=bucket))
+
+    def _found(self, url: str, absent: AbstractSet[str], head: Callable[[], object]) -> bool:
+        """True when the ``head`` request about ``url`` succeeds, False when the
+        service answers one of the ``absent`` codes; else the storage's error."""
+        try:
+            head()
+        except REQUEST_ERRORS as exc:
+            if error_code(exc) in absent:
+                return False
+            raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
+        return True
 
     def delete(self, url: str) -> None:
         """Delete the object at ``url`` (nothing when there is none). Raises
@@ -166,7 +181,7 @@ class ObjectStore:
         try:
             self.client.delete_object(Bucket=bucket, Key=key)
         except REQUEST_ERRORS as exc:
-            raise _output_error(s3_error(exc, Role.WRITING, url)) from None
+            raise _output_error(s3_error(exc, Role.WRITING, url, endpoint=self.endpoint)) from None
 
     def check_writable(self, url: str) -> None:
         """Check that an object can be written under ``url``'s bucket and
@@ -181,7 +196,7 @@ class ObjectStore:
             self.client.put_object(Bucket=bucket, Key=probe, Body=b"")
             self.client.delete_object(Bucket=bucket, Key=probe)
         except REQUEST_ERRORS as exc:
-            raise _output_error(s3_error(exc, Role.WRITING, url)) from None
+            raise _output_error(s3_error(exc, Role.WRITING, url, endpoint=self.endpoint)) from None
 
     def put_atomic(self, url: str, data: bytes) -> None:
         """Write ``data`` under ``url`` so that a reader of ``url`` sees the old
@@ -205,19 +220,7 @@ class ObjectStore:
             finally:
                 self.client.delete_object(Bucket=bucket, Key=temporary)
         except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.WRITING, url) from None
-
-
-def _found(url: str, absent: AbstractSet[str], head: Callable[[], object]) -> bool:
-    """True when the ``head`` request about ``url`` succeeds, False when the
-    service answers one of the ``absent`` codes; else the storage's error."""
-    try:
-        head()
-    except REQUEST_ERRORS as exc:
-        if error_code(exc) in absent:
-            return False
-        raise s3_error(exc, Role.READING, url) from None
-    return True
+            raise s3_error(exc, Role.WRITING, url, endpoint=self.endpoint) from None
 
 
 def _output_error(error: EcebError) -> OutputError:

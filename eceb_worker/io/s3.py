@@ -25,12 +25,15 @@ Errors: :func:`s3_error` is the one table from botocore's exceptions and S3
 error codes to eceb's errors, for each role a request plays (hashing an
 artifact, listing a corpus, reading an input, writing an output). A bucket
 that does not exist is :class:`~eceb_worker.errors.NoSuchBucketError`
-(final: no retry policy runs it again).
+(final: no retry policy runs it again). The
+storage failing as a whole is told alike whatever the role: no usable
+credentials, an endpoint that cannot be reached (after the retries above),
+an invalid endpoint; those messages name the endpoint tried
+(:func:`describe_endpoint`, redacted).
 
 Credentials come only from boto3's default chain (environment, shared files,
 instance roles); they are never printed, logged or written anywhere.
-Messages name objects by their ``s3://`` URL, never the endpoint (it may
-embed credentials).
+Messages name objects by their ``s3://`` URL.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import botocore.config
 import botocore.exceptions
 
 from eceb_worker.core.digests import CHECK_READS
+from eceb_worker.core.urls import redact_url
 from eceb_worker.errors import (
     ArtifactMissing,
     ArtifactUnreadable,
@@ -72,6 +76,7 @@ __all__ = [
     "ResumableBody",
     "Role",
     "check_endpoint",
+    "describe_endpoint",
     "error_code",
     "get_object",
     "make_s3_client",
@@ -87,7 +92,11 @@ CHUNK_BYTES: Final = 1024 * 1024
 """Bytes read from an object's body at a time."""
 DEFAULT_CONCURRENCY: Final = 16
 REQUEST_ATTEMPTS: Final = 8
-"""Attempts of one request (botocore's ``standard`` retry mode)."""
+"""Attempts of one request in all, the first included (botocore's
+``standard`` retry mode, its ``total_max_attempts``). Between attempts it
+waits a random time, at most 50 ms x 2^i before retry i+1 (1 s x 2^i, up to
+20 s, when throttled): an endpoint that refuses connections is given up
+after at most 6.35 s of waiting (docs/SETTINGS.md)."""
 STREAM_ATTEMPTS: Final = 4
 """Reads of one object's bytes in all: the first, then resumes where the
 connection broke off."""
@@ -152,15 +161,33 @@ class Role(enum.Enum):
     WRITING = "writing an output"
 
 
-def s3_error(exc: BaseException, role: Role, where: str, path: str = "") -> EcebError:  # noqa: PLR0911 - a table
+def describe_endpoint(client: Any) -> str:
+    """How messages name the endpoint ``client`` sends its requests to:
+    ``the endpoint URL`` for a custom one, ``the AWS default endpoint of
+    region R (URL)`` otherwise; the URL redacted (:func:`~eceb_worker.core.urls.redact_url`)."""
+    meta = getattr(client, "meta", None)
+    url = redact_url(str(getattr(meta, "endpoint_url", "") or ""))
+    if not url:
+        return "the endpoint"
+    host = urlsplit(url).hostname or ""
+    if host == "amazonaws.com" or host.endswith(".amazonaws.com"):
+        return f"the AWS default endpoint of region {getattr(meta, 'region_name', None) or 'us-east-1'} ({url})"
+    return f"the endpoint {url}"
+
+
+def s3_error(  # noqa: PLR0911 - a table
+    exc: BaseException, role: Role, where: str, path: str = "", *, endpoint: str = "the endpoint"
+) -> EcebError:
     """The eceb error for a failed request (one of :data:`FAILURES`).
 
-    ``where`` names the object or corpus (an ``s3://`` URL, never the
-    endpoint); ``path`` is the artifact's corpus-relative path (role
-    ``ARTIFACT``). One artifact's failure is an ``ArtifactReadError``; the
-    storage failing as a whole (no bucket, credentials missing or refused,
-    endpoint unreachable or invalid) a ``StorageError``; an input missing or
-    changed an :class:`InputError`; an output that cannot be written an
+    ``where`` names the object or corpus (an ``s3://`` URL); ``path`` is the
+    artifact's corpus-relative path (role ``ARTIFACT``); ``endpoint`` is how
+    the endpoint is named (:func:`describe_endpoint`). The storage failing
+    as a whole (no usable credentials, endpoint unreachable after the
+    retries or invalid, no bucket, credentials refused) is a
+    ``StorageError``, told alike for every role; one artifact's failure an
+    ``ArtifactReadError``; an input missing or changed an
+    :class:`InputError`; an output that cannot be written an
     :class:`OutputError`.
     """
     kind = type(exc).__name__
@@ -168,6 +195,16 @@ def s3_error(exc: BaseException, role: Role, where: str, path: str = "") -> Eceb
         error = exc.response.get("Error", {})
         code = str(error.get("Code", ""))
         return _client_error(code, str(error.get("Message", "")), role, where, path)
+    if isinstance(exc, _NO_CREDENTIALS):
+        return StorageError(
+            f"{where}: no usable AWS credentials ({kind}) for {endpoint}; boto3 looks for them in the AWS_* "
+            "environment variables, ~/.aws/ and instance roles"
+        )
+    if isinstance(exc, _UNREACHABLE):
+        # Connection refused, connect or read timeout, proxy or TLS failure, after the retries.
+        return StorageError(f"{where}: cannot reach {endpoint} ({kind}, after every retry)")
+    if isinstance(exc, botocore.exceptions.EndpointResolutionError):
+        return StorageError(f"{where}: invalid endpoint ({kind})")
     if isinstance(exc, ObjectChanged):
         if role is Role.ARTIFACT:
             return ArtifactUnreadable(path, "changed while it was read")
@@ -178,19 +215,12 @@ def s3_error(exc: BaseException, role: Role, where: str, path: str = "") -> Eceb
         return StorageError(f"{where}: corrupted in transit ({exc})")
     if isinstance(exc, BrokenStream):
         kind = str(exc)
-        if role is Role.ARTIFACT:
-            return ArtifactUnreadable(path, f"read failed: {kind}")
     if role is Role.LISTING:
         return StorageError(f"{where}: cannot list ({kind})")
-    if role is not Role.ARTIFACT:
-        return StorageError(f"{where}: cannot reach the endpoint ({kind})")
-    if isinstance(exc, _UNREACHABLE):
-        # Connection refused, connect or read timeout, proxy or TLS failure, after retries.
-        return StorageError(f"{where}: cannot reach the endpoint ({kind})")
-    if isinstance(exc, botocore.exceptions.EndpointResolutionError):
-        return StorageError(f"{where}: invalid endpoint")
-    if isinstance(exc, _NO_CREDENTIALS):
-        return StorageError(f"{where}: no usable AWS credentials ({kind})")
+    if role is Role.READING:
+        return StorageError(f"{where}: cannot read ({kind})")
+    if role is Role.WRITING:
+        return StorageError(f"{where}: cannot write ({kind})")
     return ArtifactUnreadable(path, f"read failed: {kind}")
 
 
@@ -269,7 +299,7 @@ def make_s3_client(
         request_checksum_calculation=mode,
         response_checksum_validation=mode,
         max_pool_connections=max(1, concurrency),
-        retries={"mode": "standard", "max_attempts": max_attempts},
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
         s3={"addressing_style": "path"} if endpoint_url else None,
         connect_timeout=CONNECT_TIMEOUT_S,
         read_timeout=READ_TIMEOUT_S,

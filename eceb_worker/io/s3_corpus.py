@@ -21,6 +21,7 @@ from eceb_worker.io.s3 import (
     REQUEST_ERRORS,
     Role,
     check_endpoint,
+    describe_endpoint,
     make_s3_client,
     read_object,
     s3_error,
@@ -57,6 +58,7 @@ class S3Storage:
         elif endpoint_url is not None:
             check_endpoint(endpoint_url)
         self._client = client
+        self._endpoint = describe_endpoint(client)
 
     @property
     def location(self) -> str:
@@ -84,7 +86,7 @@ class S3Storage:
         try:
             return read_object(self._client, self._bucket, self._key(path), digest_chunks)[0]
         except FAILURES as exc:
-            raise s3_error(exc, Role.ARTIFACT, self.location, path) from None
+            raise s3_error(exc, Role.ARTIFACT, self.location, path, endpoint=self._endpoint) from None
 
     def _hash_or_error(self, path: str) -> HashedBytes | ArtifactReadError:
         try:
@@ -126,4 +128,4 @@ class S3Storage:
                         continue
                     yield ListedEntry(path=key[len(prefix) :], size_bytes=int(item["Size"]))
         except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.LISTING, self.location) from None
+            raise s3_error(exc, Role.LISTING, self.location, endpoint=self._endpoint) from None

@@ -8,6 +8,7 @@ writes from the same files, for any worker count and shard size.
 from __future__ import annotations
 
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from eceb_worker.errors import ErrorKind, InputError, OutputError
 from eceb_worker.io.objects import ObjectStore
 from eceb_worker.pipeline.messages import Stage
 from tests.support.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
+from tests.support.helpers import run_with_closed_reader
 from tests.support.redis_server import CeleryWorkers, RedisServer
 from tests.support.s3_server import S3Server, empty_bucket
 
@@ -353,3 +355,19 @@ def test_a_corpus_in_a_missing_bucket_fails_as_storage_without_retries(
     logs = workers.logs()
     assert not [line for line in logs.splitlines() if "Retry in" in line and missing in line], logs[-4000:]
     assert not ObjectStore(s3_server.endpoint_url).exists(out)
+
+
+def test_status_into_a_closed_pipe_keeps_its_exit_code(redis_server: RedisServer) -> None:
+    import redis
+
+    from eceb_worker.cluster.state import JobStore
+
+    store = JobStore(redis.Redis.from_url(redis_server.url()))
+    job_id = uuid.uuid4().hex
+    store.create(job_id, phase="queued", kind="evaluate")
+    store.client.close()
+    command = (sys.executable, "-m", "eceb_cli.dist", "status", "--broker-url", redis_server.url())
+    done = run_with_closed_reader("stdout", *command, job_id)
+    assert (done.returncode, done.stderr) == (exit_codes.OK, b"")
+    unknown = run_with_closed_reader("stderr", *command, uuid.uuid4().hex)
+    assert (unknown.returncode, unknown.stdout) == (exit_codes.NO_SUCH_JOB, b"")

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from eceb_cli import exit_codes
 from eceb_cli.main import main
+from tests.support.helpers import invoke
 
 RULES = """
 schema = "symgliph.eceb/rules-v0.1"
@@ -27,7 +27,7 @@ classification = "restricted"
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    result = invoke(main, *args)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -153,13 +153,19 @@ def test_usage_error_exit_code() -> None:
 
 def test_invalid_endpoint_is_storage_error_without_echoing_it(tmp_path: Path, corpus: Path) -> None:
     registry = register(tmp_path, corpus)
-    for endpoint in ("ftp://user:secret@host", "http://127.0.0.1:99999", "http://127.0.0.1:abc"):
+    for endpoint in ("ftp://host", "http://127.0.0.1:99999", "http://127.0.0.1:abc"):
         code, out, err = run(
             "corpus", "verify", str(registry), "--source", "s3://bucket/prefix", "--endpoint-url", endpoint
         )
         assert code == exit_codes.STORAGE, endpoint
-        assert "secret" not in out + err
         assert "invalid S3 endpoint URL" in err
+    # An endpoint holding credentials is refused before anything (the one rule of eceb_worker.core.urls).
+    code, out, err = run(
+        "corpus", "verify", str(registry), "--source", "s3://bucket/prefix", "--endpoint-url", "ftp://user:secret@host"
+    )
+    assert code == exit_codes.USAGE
+    assert "secret" not in out + err
+    assert "takes no credentials" in err
 
 
 def test_unwritable_output_fails_before_the_work(tmp_path: Path, corpus: Path) -> None:

@@ -31,6 +31,7 @@ def upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
 def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None) -> bytes:
     """The report ``eceb evaluate`` writes for ``example`` (in-process, from
     disk: its ``corpus/`` unless ``corpus`` is given), written in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)  # eceb evaluate -o creates no directory
     out = directory / f"{example.name}-report.json"
     result = subprocess.run(
         [

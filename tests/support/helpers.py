@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import blake3
+import click
+from click.testing import CliRunner, Result
 
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
@@ -28,3 +37,34 @@ def artifact(
 
 def registry_bytes(*artifacts: Artifact) -> bytes:
     return b"".join(registry_lines(build_registry(artifacts)))
+
+
+def run_with_closed_reader(stream: str, *command: str, **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """Run ``command`` with its ``stream`` (``"stdout"`` or ``"stderr"``) a
+    pipe whose reading end is already closed, as ``COMMAND | head -0``
+    leaves it: every write to it fails with EPIPE. The other stream is
+    captured."""
+    other = "stderr" if stream == "stdout" else "stdout"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            command, **{stream: write, other: subprocess.PIPE}, stdin=subprocess.DEVNULL, check=False, **options
+        )
+    finally:
+        os.close(write)
+
+
+@contextmanager
+def refusing_loopback_port() -> Iterator[int]:
+    """A port of 127.0.0.1 bound by no listener while the context lasts:
+    connections to it are refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        port: int = reserved.getsockname()[1]
+        yield port
+
+
+def invoke(command: click.Command, *args: str) -> Result:
+    """``command ARGS`` in this process through click's runner (exceptions propagate)."""
+    return CliRunner().invoke(command, list(args), catch_exceptions=False)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eceb_worker.core.urls import object_sibling, parse_s3_url, redact_url, s3_location, scrub
+from eceb_worker.core.urls import check_location, object_sibling, parse_s3_url, redact_url, s3_location, scrub
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.io.storage import open_storage
 
@@ -42,3 +42,32 @@ def test_s3_names() -> None:
     assert object_sibling("s3://b/a/benchmark.json", "registry.jsonl") == "s3://b/a/registry.jsonl"
     with pytest.raises(ValueError, match="credentials"):
         parse_s3_url("s3://key:secret@bucket/p")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("s3://KEY:SECRET@bucket/b.json", "s3://***@bucket/b.json"),
+        ("s3://KEY@bucket/b.json", "s3://***@bucket/b.json"),
+        ("s3://bucket/b.json?X-Amz-Signature=SECRET", "s3://bucket/b.json"),
+        ("s3://bucket/b.json#SECRET", "s3://bucket/b.json"),
+        ("https://KEY:SECRET@host/b.json", "https://***@host/b.json"),
+    ],
+)
+def test_credentials_in_any_url_are_refused_and_never_shown(value: str, shown: str) -> None:
+    with pytest.raises(ValueError, match="takes no credentials") as caught:
+        check_location(value)
+    assert str(caught.value).endswith(f": {shown}")
+    assert "KEY" not in str(caught.value) and "SECRET" not in str(caught.value)
+    with pytest.raises(ValueError, match="takes no credentials"):
+        parse_s3_url(value)
+
+
+def test_locations_are_local_paths_or_s3_urls() -> None:
+    check_location("relative/benchmark.json")
+    check_location("/abs/path:with@odd?chars#.json")
+    check_location("s3://bucket/key.json")
+    with pytest.raises(ValueError, match=r"not a local path or an s3://bucket/\.\.\. URL: https://host/x"):
+        check_location("https://host/x")
+    with pytest.raises(ValueError, match=r"not a local path \(this command reads local files\): s3://bucket/x"):
+        check_location("s3://bucket/x", s3=False)

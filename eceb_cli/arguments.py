@@ -1,0 +1,37 @@
+"""Checks of the location arguments and options of the command lines
+(inputs, corpora): the one rule of :func:`eceb_worker.core.urls.check_location`
+(a local path or an ``s3://`` URL, never with credentials), a usage error
+(exit 2) otherwise, before anything is read or connected to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from eceb_worker.core.urls import check_location
+
+__all__ = ["local_path", "location"]
+
+
+def location(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: ``value`` is a local path or an ``s3://`` URL without credentials."""
+    if value is not None:
+        try:
+            check_location(value)
+        except ValueError as exc:  # the message shows the URL without its credentials
+            raise click.BadParameter(str(exc), param=param) from None
+    return value
+
+
+def local_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A click callback: ``value`` is a local file path (not a directory), never a URL."""
+    if value is None:
+        return None
+    try:
+        check_location(value, s3=False)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+    converted: Path = click.Path(path_type=Path, dir_okay=False).convert(value, param, ctx)
+    return converted

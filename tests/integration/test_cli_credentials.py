@@ -1,0 +1,107 @@
+"""Credentials planted in every URL argument of every command: each is
+refused as a usage error, by one rule (``eceb_worker.core.urls``), before
+anything is read or connected to, and neither the key nor the secret shows
+in standard output, standard error or any file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from eceb_cli import exit_codes
+from eceb_cli.dist import main as dist_main
+from eceb_cli.main import main
+from tests.support.helpers import invoke, refusing_loopback_port
+from tests.support.paths import REPO
+
+SEED = REPO / "examples" / "enterprise-seed"
+KEY = "AKIAPLANTEDKEY7"
+SECRET = "planted-secret-9Zq"
+PLANTED = {
+    "userinfo": f"s3://{KEY}:{SECRET}@bucket/seed/input.json",
+    "user only": f"s3://{KEY}@bucket/seed/input.json",
+    "query": f"s3://bucket/seed/input.json?X-Amz-Credential={KEY}&X-Amz-Signature={SECRET}",
+    "https": f"https://{KEY}:{SECRET}@storage.example/seed/input.json",
+}
+BENCHMARK = str(SEED / "benchmark.json")
+RUN = str(SEED / "run.json")
+REGISTRY = str(SEED / "registry.jsonl")
+CORPUS = str(SEED / "corpus")
+RULES = str(SEED / "rules.toml")
+U = "{url}"
+E = "{endpoint}"
+
+
+def commands(out: str) -> list[tuple[click.Command, tuple[str, ...]]]:
+    """Every command with a URL argument, one planted URL (``U``) or
+    endpoint (``E``) at a time."""
+    s3_in = ("s3://inputs/seed/benchmark.json", "s3://inputs/seed/run.json")
+    s3_corpus = ("--corpus", "s3://inputs/seed/corpus")
+    return [
+        (main, ("evaluate", U, RUN, "--corpus", CORPUS)),
+        (main, ("evaluate", BENCHMARK, U, "--corpus", CORPUS)),
+        (main, ("evaluate", BENCHMARK, RUN, "--corpus", U)),
+        (main, ("evaluate", BENCHMARK, RUN, "--corpus", "s3://inputs/c", "--endpoint-url", E)),
+        (main, ("evaluate", BENCHMARK, RUN, "--corpus", CORPUS, "-o", U)),
+        (main, ("validate", U)),
+        (main, ("validate", RUN, "--benchmark", U)),
+        (main, ("corpus", "register", U, "--rules", RULES, "-o", out)),
+        (main, ("corpus", "register", "s3://inputs/c", "--rules", RULES, "-o", out, "--endpoint-url", E)),
+        (main, ("corpus", "register", CORPUS, "--rules", U, "-o", out)),
+        (main, ("corpus", "root", U)),
+        (main, ("corpus", "verify", U, "--source", CORPUS)),
+        (main, ("corpus", "verify", REGISTRY, "--source", U)),
+        (main, ("corpus", "verify", REGISTRY, "--source", "s3://inputs/c", "--endpoint-url", E)),
+        (dist_main, ("submit", U, s3_in[1], *s3_corpus, "--out", "s3://reports/r.json")),
+        (dist_main, ("submit", s3_in[0], U, *s3_corpus, "--out", "s3://reports/r.json")),
+        (dist_main, ("submit", *s3_in, "--corpus", U, "--out", "s3://reports/r.json")),
+        (dist_main, ("submit", *s3_in, *s3_corpus, "--out", U)),
+        (dist_main, ("submit", *s3_in, *s3_corpus, "--out", "s3://reports/r.json", "--endpoint-url", E)),
+        (dist_main, ("verify", U, *s3_corpus)),
+        (dist_main, ("verify", "s3://inputs/seed/registry.jsonl", "--corpus", U)),
+        (dist_main, ("verify", "s3://inputs/seed/registry.jsonl", *s3_corpus, "--out", U)),
+        (dist_main, ("verify", "s3://inputs/seed/registry.jsonl", *s3_corpus, "--endpoint-url", E)),
+        (dist_main, ("result", "0" * 32, "-o", U)),
+    ]
+
+
+@pytest.fixture
+def quiet_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """No credentials nor services: a broker on a refusing loopback port."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ECEB_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with refusing_loopback_port() as port:
+        monkeypatch.setenv("ECEB_BROKER_URL", f"redis://127.0.0.1:{port}/0")
+        yield port
+
+
+def written_text(directory: Path) -> str:
+    return "".join(path.read_text(errors="replace") for path in directory.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("form", sorted(PLANTED))
+def test_planted_credentials_are_refused_and_never_shown(
+    form: str, tmp_path: Path, quiet_cluster: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = str(tmp_path / "out.jsonl")
+    endpoint = f"http://{KEY}:{SECRET}@127.0.0.1:{quiet_cluster}"
+    for command, template in commands(out):
+        args = [arg.replace(U, PLANTED[form]).replace(E, endpoint) for arg in template]
+        result = invoke(command, *args)
+        shown = result.stdout + result.stderr + written_text(tmp_path)
+        assert KEY not in shown and SECRET not in shown, (args, shown)
+        assert result.exit_code == exit_codes.USAGE, (args, result.output)
+        assert "credentials" in result.stderr or "not a local" in result.stderr, (args, result.stderr)
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_endpoint_setting_is_checked_too(quiet_cluster: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ECEB_S3_ENDPOINT_URL", f"http://{KEY}:{SECRET}@127.0.0.1:{quiet_cluster}")
+    result = invoke(main, "corpus", "verify", REGISTRY, "--source", "s3://inputs/c")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert KEY not in result.output and SECRET not in result.output

@@ -1,0 +1,75 @@
+"""The command lines writing to a pipe whose reader has gone (``eceb ... |
+head -1``): output that cannot be delivered is dropped, the command carries
+on and exits with the code its outcome has in the README table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from eceb_cli import exit_codes
+from tests.support.helpers import refusing_loopback_port, run_with_closed_reader
+from tests.support.paths import REPO
+
+SEED = REPO / "examples" / "enterprise-seed"
+ECEB = (sys.executable, "-m", "eceb_cli")
+ECEB_DIST = (sys.executable, "-m", "eceb_cli.dist")
+
+
+def evaluate_args(report: Path, run: Path = SEED / "run.json") -> tuple[str, ...]:
+    return (
+        "evaluate",
+        str(SEED / "benchmark.json"),
+        str(run),
+        "--corpus",
+        str(SEED / "corpus"),
+        "--workers",
+        "1",
+        "-o",
+        str(report),
+    )
+
+
+def test_evaluate_into_a_closed_pipe_keeps_its_exit_code_and_writes_the_report(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    done = run_with_closed_reader("stdout", *ECEB, *evaluate_args(report))
+    assert done.returncode == exit_codes.TASKS_FAILED, done.stderr
+    assert b"internal error" not in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert b"Exception ignored" not in done.stderr
+    assert json.loads(report.read_bytes())["summary"]["passing_tasks"] == 7
+
+
+def test_bad_input_with_stderr_closed_is_still_exit_3(tmp_path: Path) -> None:
+    run = tmp_path / "run.json"
+    run.write_text('{"schema": "symgliph.eceb/run-v0.1"}')
+    report = tmp_path / "report.json"
+    done = run_with_closed_reader("stderr", *ECEB, *evaluate_args(report, run))
+    assert done.returncode == exit_codes.BAD_INPUT
+    assert done.stdout == b""
+    assert not report.exists()
+
+
+def test_corpus_verify_json_into_a_closed_pipe(tmp_path: Path) -> None:
+    args = ("corpus", "verify", str(SEED / "registry.jsonl"), "--source", str(SEED / "corpus"), "--json")
+    done = run_with_closed_reader("stdout", *ECEB, *args, "--workers", "1")
+    assert (done.returncode, done.stderr) == (exit_codes.OK, b"")
+    (tmp_path / "absent").mkdir()
+    stale = ("corpus", "verify", str(SEED / "registry.jsonl"), "--source", str(tmp_path / "absent"))
+    done = run_with_closed_reader("stdout", *ECEB, *stale, "--json", "--workers", "1")
+    assert (done.returncode, done.stderr) == (exit_codes.VERIFICATION_FAILED, b"")
+    done = run_with_closed_reader("stderr", *ECEB, *stale, "--workers", "1")
+    assert done.returncode == exit_codes.VERIFICATION_FAILED
+
+
+def test_dist_with_stderr_closed_keeps_the_storage_exit_code() -> None:
+    with refusing_loopback_port() as port:
+        broker = f"redis://127.0.0.1:{port}/0"
+        done = run_with_closed_reader("stderr", *ECEB_DIST, "status", "0" * 32, "--broker-url", broker)
+    assert (done.returncode, done.stdout) == (exit_codes.STORAGE, b"")
+
+
+def test_help_into_a_closed_pipe_is_quiet() -> None:
+    done = run_with_closed_reader("stdout", *ECEB, "corpus", "--help")
+    assert (done.returncode, done.stderr) == (exit_codes.OK, b"")
