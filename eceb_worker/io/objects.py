@@ -22,16 +22,13 @@ from eceb_worker.io.s3 import (
     NO_SUCH_BUCKET,
     REQUEST_ERRORS,
     ObjectChanged,
-    ResumableBody,
     Role,
     describe_endpoint,
     error_code,
     make_s3_client,
-    read_body,
-    read_checked,
-    read_object,
     s3_error,
 )
+from eceb_worker.io.s3_reads import ResumableBody, read_body, read_checked, read_object
 
 __all__ = ["ObjectStore"]
 
@@ -102,7 +99,7 @@ class ObjectStore:
         try:
             return read_object(self.client, bucket, key, b"".join, etag=etag)
         except FAILURES as exc:
-            raise s3_error(exc, Role.READING, url) from None
+            raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
 
     def open(
         self, url: str, *, etag: str | None = None, buffer_bytes: int = CHUNK_BYTES

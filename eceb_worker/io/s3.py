@@ -9,10 +9,10 @@ Retries: every request is retried by botocore's ``standard`` mode
 ``max_attempts``). A connection that breaks while an object's bytes stream
 is not covered by those: the read resumes where it stopped with a ranged GET
 of the same version (``If-Match`` its ETag), :data:`STREAM_ATTEMPTS` reads
-in all, with back-off (:class:`ResumableBody`). Bytes that fail the
-checksum the store sent cannot be resumed (the digest has taken them in):
-the object is read again whole, :data:`~eceb_worker.core.digests.CHECK_READS`
-reads in all, with the same back-off (:func:`read_checked`).
+in all, with back-off; bytes that fail the checksum the store sent cannot be
+resumed (the digest has taken them in): the object is read again whole,
+:data:`~eceb_worker.core.digests.CHECK_READS` reads in all, with the same
+back-off. Both are in :mod:`eceb_worker.io.s3_reads`.
 
 Checksums: botocore's flexible checksums (``x-amz-checksum-*`` headers,
 ``aws-chunked`` bodies) are sent and checked only when an operation requires
@@ -38,18 +38,14 @@ Messages name objects by their ``s3://`` URL.
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import boto3
 import botocore.config
 import botocore.exceptions
 
-from eceb_worker.core.digests import CHECK_READS
 from eceb_worker.core.urls import redact_url
 from eceb_worker.errors import (
     ArtifactMissing,
@@ -64,6 +60,8 @@ from eceb_worker.errors import (
 from eceb_worker.settings import read_setting
 
 __all__ = [
+    "CHECKSUM_FAILED",
+    "STREAM_BROKEN",
     "CHUNK_BYTES",
     "FAILURES",
     "MISSING_CODES",
@@ -73,20 +71,13 @@ __all__ = [
     "BrokenStream",
     "CorruptBody",
     "ObjectChanged",
-    "ResumableBody",
     "Role",
     "check_endpoint",
     "describe_endpoint",
     "error_code",
-    "get_object",
     "make_s3_client",
-    "read_body",
-    "read_checked",
-    "read_object",
     "s3_error",
 ]
-
-T = TypeVar("T")
 
 CHUNK_BYTES: Final = 1024 * 1024
 """Bytes read from an object's body at a time."""
@@ -131,6 +122,10 @@ _NO_CREDENTIALS: Final = (
 _UNREACHABLE: Final = (botocore.exceptions.ConnectionError, botocore.exceptions.ReadTimeoutError)
 REQUEST_ERRORS: Final = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
 """What a request (or reading its body) may raise; :func:`s3_error` maps each."""
+STREAM_BROKEN: Final = (botocore.exceptions.BotoCoreError, OSError)
+"""What a body's read raises when its connection breaks off (resumable)."""
+CHECKSUM_FAILED: Final = botocore.exceptions.FlexibleChecksumError
+"""What a body's read raises when its bytes fail the checksum the store sent."""
 
 
 class ObjectChanged(Exception):
@@ -309,112 +304,3 @@ def make_s3_client(
     except ValueError:
         # botocore's message repeats the endpoint verbatim.
         raise ValueError(_INVALID_ENDPOINT) from None
-
-
-def get_object(client: Any, bucket: str, key: str, *, etag: str | None = None, start: int = 0) -> tuple[Any, str]:
-    """One GET of ``bucket/key`` from byte ``start`` on (only version ``etag``
-    when given): the response body and the object's ETag. Raises what the
-    request raises (:data:`REQUEST_ERRORS`) and :class:`ObjectChanged` when the
-    version differs."""
-    extra: dict[str, str] = {"IfMatch": etag} if etag else {}
-    if start:
-        extra["Range"] = f"bytes={start}-"
-    response = client.get_object(Bucket=bucket, Key=key, **extra)
-    found = str(response.get("ETag", ""))
-    if etag and found != etag:
-        response["Body"].close()
-        raise ObjectChanged(key)
-    return response["Body"], found
-
-
-class ResumableBody:
-    """An object's bytes, read in order; a read that breaks off is resumed
-    where it stopped with a ranged GET pinned to the same version, up to
-    :data:`STREAM_ATTEMPTS` reads in all, with back-off. Then
-    :class:`BrokenStream`. A resumed request that fails raises what it
-    raises (:data:`REQUEST_ERRORS`, :class:`ObjectChanged`)."""
-
-    def __init__(self, client: Any, bucket: str, key: str, *, etag: str | None = None) -> None:
-        self._client = client
-        self._bucket = bucket
-        self._key = key
-        self._body, self.etag = get_object(client, bucket, key, etag=etag)
-        self._position = 0
-        self._reads = 1
-
-    def read(self, size: int) -> bytes:
-        """Up to ``size`` bytes; ``b""`` at the end of the object."""
-        while True:
-            try:
-                data: bytes = self._body.read(size)
-            except botocore.exceptions.FlexibleChecksumError:
-                raise CorruptBody("checksum mismatch") from None
-            except (botocore.exceptions.BotoCoreError, OSError) as exc:
-                if self._reads >= STREAM_ATTEMPTS:
-                    raise BrokenStream(type(exc).__name__) from None
-                with contextlib.suppress(Exception):
-                    self._body.close()
-                _back_off(self._reads)
-                self._reads += 1
-                self._body, _ = get_object(self._client, self._bucket, self._key, etag=self.etag, start=self._position)
-                continue
-            self._position += len(data)
-            return data
-
-    def chunks(self, size: int = CHUNK_BYTES) -> Iterator[bytes]:
-        """The object's bytes from where the reads stand, ``size`` at a time."""
-        while data := self.read(size):
-            yield data
-
-    def close(self) -> None:
-        """Close the connection's body."""
-        self._body.close()
-
-
-def _back_off(reads: int) -> None:
-    """Wait before read number ``reads + 1`` of the same bytes."""
-    time.sleep(STREAM_BACKOFF_S * 2 ** (reads - 1))
-
-
-def read_body(body: Any) -> bytes:
-    """The whole of a response's ``body``; :class:`CorruptBody` when it
-    fails the checksum the store sent."""
-    try:
-        data: bytes = body.read()
-    except botocore.exceptions.FlexibleChecksumError:
-        raise CorruptBody("checksum mismatch") from None
-    return data
-
-
-def read_checked(read: Callable[[], T]) -> T:
-    """``read()``, a whole read of an object's bytes from the first, again
-    while its bytes fail the checksum the store sent (:class:`CorruptBody`),
-    :data:`~eceb_worker.core.digests.CHECK_READS` reads in all, with
-    back-off; then :class:`CorruptBody` saying so. Raises what ``read`` raises."""
-    reads = 1
-    while True:
-        try:
-            return read()
-        except CorruptBody:
-            if reads >= CHECK_READS:
-                raise CorruptBody(f"checksum mismatch on each of {reads} reads") from None
-        _back_off(reads)
-        reads += 1
-
-
-def read_object(
-    client: Any, bucket: str, key: str, consume: Callable[[Iterator[bytes]], T], *, etag: str | None = None
-) -> tuple[T, str]:
-    """``consume`` applied to the chunks of ``bucket/key`` (only version
-    ``etag`` when given), read through :class:`ResumableBody` and again whole
-    by :func:`read_checked`; with the object's ETag. Raises what they raise
-    (:data:`FAILURES`)."""
-
-    def read() -> tuple[T, str]:
-        body = ResumableBody(client, bucket, key, etag=etag)
-        try:
-            return consume(body.chunks()), body.etag
-        finally:
-            body.close()
-
-    return read_checked(read)

@@ -23,9 +23,9 @@ from eceb_worker.io.s3 import (
     check_endpoint,
     describe_endpoint,
     make_s3_client,
-    read_object,
     s3_error,
 )
+from eceb_worker.io.s3_reads import read_object
 
 __all__ = ["S3Storage"]
 

@@ -168,7 +168,8 @@ def test_a_read_resumes_on_the_same_version_or_not_at_all(s3_server: S3Server, s
     with CuttingRelay(s3_server.endpoint_url, cuts=1, after=CHUNK_BYTES) as relay:
         storage = S3Storage(f"s3://{s3_bucket}", endpoint_url=relay.endpoint_url, concurrency=1)
         assert storage.hash_artifact("moving.bin") == (len(first), digest(first))
-    from eceb_worker.io.s3 import ObjectChanged, ResumableBody, Role, make_s3_client, s3_error
+    from eceb_worker.io.s3 import ObjectChanged, Role, make_s3_client, s3_error
+    from eceb_worker.io.s3_reads import ResumableBody
 
     with CuttingRelay(s3_server.endpoint_url, cuts=1, after=CHUNK_BYTES) as relay:
         body = ResumableBody(make_s3_client(relay.endpoint_url, concurrency=1), s3_bucket, "moving.bin")
