@@ -8,6 +8,12 @@
 
 Service fixtures (the loopback S3 server, Redis, Celery workers) live in
 ``tests/support``.
+
+Hypothesis profiles: ``ci``, the default, is deterministic (the same examples
+on every run) and keeps no example database; ``long`` (``pytest
+--hypothesis-profile=long``) draws 2,000 fresh examples for every property
+that does not fix its own count, such as the fuzz tests
+(``tests/unit/test_fuzz_decoding.py``, ``tests/integration/test_fuzz_inputs.py``).
 """
 
 from __future__ import annotations
@@ -15,10 +21,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["tests.support.s3_server", "tests.support.redis_server"]
 
 _TIERS = ("unit", "integration", "cluster")
+
+settings.register_profile("ci", database=None, derandomize=True, deadline=None)
+settings.register_profile("long", database=None, deadline=None, max_examples=2000)
+settings.load_profile("ci")  # the plugin loads the profile --hypothesis-profile names after this
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
