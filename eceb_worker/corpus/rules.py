@@ -23,6 +23,7 @@ segment, ``**`` spans segments, ``{a,b}`` alternates, dot files match.
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from collections.abc import Iterable
 from typing import Annotated, Final, Literal
@@ -67,6 +68,18 @@ class Classified(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
 
 
+def _invalid_toml(name: str, exc: Exception) -> InputError:
+    """The one problem of a rules file that is not TOML eceb can read."""
+    if isinstance(exc, RecursionError):
+        why = "nested too deeply"
+    elif type(exc) is ValueError:
+        # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
+        why = f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    else:
+        why = str(exc) or type(exc).__name__
+    return InputError([Problem(file=name, message=f"invalid TOML: {why}")])
+
+
 def parse_rules(data: bytes, name: str) -> RulesFile:
     """Decode and check a TOML rules file.
 
@@ -81,11 +94,11 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
     except msgspec.ValidationError as invalid:
         try:
             as_json = msgspec.json.encode(tomllib.loads(data.decode("utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError, RecursionError) as exc:
-            raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError, ValueError, RecursionError) as exc:
+            raise _invalid_toml(name, exc) from None
         raise InputError(record_problems(as_json, RulesFile, file=name, record="", decode_error=str(invalid))) from None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+        raise _invalid_toml(name, exc) from None
     problems: list[Problem] = []
     for index, rule in enumerate(rules.rule):
         if rule.kind is None and rule.classification is None:

@@ -117,3 +117,13 @@ kind = "runbook"
     found = {(p.file, p.record, p.field) for p in caught.value.problems}
     assert found == {("rules.toml", "", "rule[1].glob"), ("rules.toml", "", "exclude")}
     assert all("1000" in p.message for p in caught.value.problems)
+
+
+@pytest.mark.parametrize("where", ["schema = {digits}", 'schema = 1\n[[rule]]\nglob = "*"\nkind = {digits}'])
+def test_integers_too_long_to_convert_are_invalid_toml(where: str) -> None:
+    data = where.format(digits="1" * 5000).encode()
+    with pytest.raises(InputError) as caught:
+        parse_rules(data, "rules.toml")
+    (problem,) = caught.value.problems
+    assert problem.file == "rules.toml"
+    assert problem.message.startswith("invalid TOML: "), problem.message
