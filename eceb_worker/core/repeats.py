@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -75,14 +74,16 @@ class StringLayout(msgspec.Struct, frozen=True):
             total += strings * sum(map(len, map(attrgetter(name), records)))
         return total
 
-    def present(self, keys: Sequence[Any]) -> int:
-        """The strings the optional fields of records hold: ``keys`` are the
-        records decoded as :meth:`keys_struct` (absent fields ``UNSET``)."""
+    @property
+    def uniform(self) -> int:
+        """The strings of each optional field when they all hold as many, else 0."""
         weights = {strings for _, strings in self.optional}
-        if len(weights) == 1:  # count the fields absent, in C
-            absent = sum(map(list.count, map(list, map(msgspec.structs.astuple, keys)), repeat(msgspec.UNSET)))
-            return weights.pop() * (len(self.optional) * len(keys) - absent)
-        return sum(w for k in keys for name, w in self.optional if getattr(k, name) is not msgspec.UNSET)
+        return weights.pop() if len(weights) == 1 else 0
+
+    def present(self, keys: Any) -> int:
+        """The strings the optional fields of one record hold: ``keys`` is the
+        record decoded as :meth:`keys_struct` (absent fields ``UNSET``)."""
+        return sum(strings for name, strings in self.optional if getattr(keys, name) is not msgspec.UNSET)
 
     def keys_struct(self, extra: Iterable[tuple[str, type]] = ()) -> type[msgspec.Struct]:
         """A Struct reading only the optional fields (``UNSET`` when absent)

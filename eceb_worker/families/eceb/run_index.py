@@ -83,17 +83,21 @@ def _group(
 ) -> tuple[dict[str, list[Indexed]], dict[str, int]]:
     """The records by task id, and the strings their optional fields hold by task id."""
     layout, decoder = _key_decoder(item_type)
+    uniform, unset, as_tuple = layout.uniform, msgspec.UNSET, msgspec.structs.astuple
     grouped: dict[str, list[Indexed]] = defaultdict(list)
-    keys: dict[str, list[Any]] = defaultdict(list)
+    strings: dict[str, int] = defaultdict(int)  # of the optional fields; absent ones when uniform
     for index, raw in enumerate(items):
         try:
-            record = decoder.decode(raw)
+            keys = decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError):
             problems.extend(item_problems(bytes(raw), item_type, Run, file=file, record=f"{field}[{index}]"))
             continue
-        grouped[record.task_id].append((index, raw))
-        keys[record.task_id].append(record)
-    return dict(grouped), {task_id: layout.present(records) for task_id, records in keys.items()}
+        grouped[keys.task_id].append((index, raw))
+        strings[keys.task_id] += as_tuple(keys).count(unset) if uniform else layout.present(keys)
+    if uniform:  # the fields present: as many per record as there are, less those absent
+        fields = len(layout.optional)
+        return dict(grouped), {t: uniform * (fields * len(grouped[t]) - strings[t]) for t in grouped}
+    return dict(grouped), {t: strings[t] for t in grouped}
 
 
 def _header_problems(data: bytes | memoryview | mmap.mmap, envelope: RunEnvelope, file: str) -> list[Problem]:
