@@ -66,6 +66,12 @@ class Classified(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
 
 
+def _invalid_toml(name: str, exc: Exception) -> InputError:
+    """The problem of a rules file the TOML reader refused (nested too deeply for it: a RecursionError)."""
+    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return InputError([Problem(file=name, message=f"invalid TOML: {reason}")])
+
+
 def parse_rules(data: bytes, name: str) -> RulesFile:
     """Decode and check a TOML rules file.
 
@@ -79,10 +85,10 @@ def parse_rules(data: bytes, name: str) -> RulesFile:
         try:
             as_json = msgspec.json.encode(tomllib.loads(data.decode("utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, TypeError, RecursionError) as exc:
-            raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
+            raise _invalid_toml(name, exc) from exc
         raise InputError(record_problems(as_json, RulesFile, file=name, record="", decode_error=str(invalid))) from None
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise InputError([Problem(file=name, message=f"invalid TOML: {exc or 'nested too deeply'}")]) from exc
+        raise _invalid_toml(name, exc) from exc
     problems: list[Problem] = []
     for index, rule in enumerate(rules.rule):
         if rule.kind is None and rule.classification is None:

@@ -10,6 +10,7 @@ import pytest
 
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.corpus.registry import read_registry
+from eceb_worker.corpus.rules import parse_rules
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.run_index import index_run
@@ -201,3 +202,13 @@ def test_an_escaped_quote_in_a_valid_run_is_still_valid() -> None:
     index = index_run(json.dumps(run).encode(), file="run.json")
     assert index.unkeyed == ()
     assert record_problems_of_run(index, None) == []
+
+
+@pytest.mark.parametrize("depth", [100, 500, 1000, 10000])
+def test_deep_nesting_in_a_rules_file_is_bad_input(depth: int) -> None:
+    nested = "x = " + "[" * depth + "]" * depth
+    text = seed_text("rules.toml").replace('glob = "code/**"', nested + '\nglob = "code/**"', 1)
+    with pytest.raises(InputError) as caught:
+        parse_rules(text.encode(), "rules.toml")
+    assert [p.message for p in caught.value.problems if "nested too deeply" in p.message]
+    assert "recursion" not in str(caught.value)
