@@ -16,6 +16,7 @@ from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import task_root
 from eceb_worker.families.eceb.consistency import run_header_problems
 from eceb_worker.families.eceb.report import Report
+from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.files import map_input, read_input
 from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records, load_registry, load_run
 
@@ -75,9 +76,9 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> str:
     elif kind == "run":
         run = load_run(path)
         problems = list(run.unkeyed) + run_header_problems(run.header, None, None, file=str(path))
+        problems += record_problems_of_run(run, None)
         if problems:
             raise InputError(problems)
-        check_run_records(run)
     elif kind == "report":
         decode_document(read_input(path), Report, file=str(path))
     elif kind == "verification":

@@ -294,6 +294,22 @@ def test_validate_names_a_lone_surrogate_in_the_run(tmp_path: Path) -> None:
         assert "field 'run_id': holds a lone surrogate" in err
 
 
+def test_validate_lists_repeated_keys_of_the_header_and_of_records_together(tmp_path: Path) -> None:
+    run = json.loads((SEED / "run.json").read_text())
+    run["observations"][2]["quality_milli"] = "@@"
+    text = (
+        json.dumps(run)
+        .replace('"@@"', '0, "quality_milli": 900', 1)
+        .replace('"run_id": ', '"run_id": "x", "run_id": ', 1)
+    )
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    code, _, err = run_cli("validate", str(path))
+    assert code == exit_codes.BAD_INPUT
+    assert f"error: {path}: field 'run_id': duplicate key" in err
+    assert f"error: {path}, observations[2]: field 'quality_milli': duplicate key" in err
+
+
 def test_files_of_the_wrong_kind_are_named_once(tmp_path: Path) -> None:
     code, _, err = run_cli("corpus", "verify", str(SEED / "benchmark.json"), "--source", str(SEED / "corpus"))
     assert code == exit_codes.BAD_INPUT

@@ -212,3 +212,8 @@ def test_deep_nesting_in_a_rules_file_is_bad_input(depth: int) -> None:
         parse_rules(text.encode(), "rules.toml")
     assert [p.message for p in caught.value.problems if "nested too deeply" in p.message]
     assert "recursion" not in str(caught.value)
+
+
+def test_a_key_the_header_repeats_is_reported_with_the_records_problems() -> None:
+    text = with_observation_field("quality_milli", "0", index=5).replace('"run_id": ', '"run_id": "x", "run_id": ', 1)
+    assert located(run_problems(text)) == {("", "run_id"), ("observations[5]", "quality_milli")}

@@ -19,7 +19,7 @@ import msgspec
 from eceb_worker.core.decoding import decode_document, item_problems, json_path, split_location
 from eceb_worker.core.lenient import decode_lenient, value_defects
 from eceb_worker.core.repeats import StringLayout, string_layout, unrepeated
-from eceb_worker.errors import InputError, Problem
+from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run, RunEnvelope, RunHeader
 from eceb_worker.families.eceb.tasks import TaskEvidence
 
@@ -53,7 +53,8 @@ class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
         header: the decoded, schema-valid header.
         observations: task id -> ``(index, raw)`` of its observations.
         auxiliary_costs: task id -> ``(index, raw)`` of its auxiliary costs.
-        unkeyed: problems of records without a usable ``task_id``.
+        unkeyed: problems of the file beyond each task's records: keys its
+            header repeats, records without a usable ``task_id``.
         observation_strings, auxiliary_strings: task id -> the strings the
             optional fields of its records hold
             (:meth:`~eceb_worker.core.repeats.StringLayout.present`, summed).
@@ -150,8 +151,6 @@ def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
         )
         raise  # pragma: no cover - decode_document raises for what the envelope refused
     problems = _header_problems(data, envelope, file)
-    if problems:
-        raise InputError(problems)
     observations, observation_strings = _group(envelope.observations, "observations", Observation, file, problems)
     auxiliary, auxiliary_strings = _group(envelope.auxiliary_costs, "auxiliary_costs", AuxiliaryCost, file, problems)
     return IndexedRun(
