@@ -116,5 +116,5 @@ def validate(path: Path, benchmark_path: Path | None) -> None:
 
     kind = kind_of(path)
     if benchmark_path is not None and kind != "run":
-        raise click.UsageError("--benchmark applies to a run only")
+        raise click.UsageError(f"--benchmark applies to a run only; {path} is a {kind}")
     click.echo(validate_file(path, kind, benchmark_path))

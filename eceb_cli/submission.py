@@ -62,11 +62,15 @@ def object_argument(value: str, what: str, *, local: bool = False) -> str:
 
 def check_submission(message: JobMessage) -> None:
     """What can be told before queuing: the inputs in object storage exist
-    (every missing one named, :class:`InputError`), and the report can be
-    written under ``--out`` (:class:`~eceb_worker.errors.OutputError`)."""
+    (every missing one named, :class:`InputError`), each is of the kind its
+    role takes (the first bytes of each are read: a benchmark given as the
+    run is named so, once), and the report can be written under ``--out``
+    (:class:`~eceb_worker.errors.OutputError`)."""
+    from eceb_worker.documents import HEAD_BYTES, wrong_kind
     from eceb_worker.io.objects import ObjectStore
 
     inputs = message.inputs
+    roles = {inputs.benchmark: "benchmark", inputs.run: "run", inputs.registry: "registry"}
     urls = [url for url in (inputs.benchmark, inputs.run, inputs.registry) if url.startswith("s3://")]
     if not urls and not message.out:
         return
@@ -81,5 +85,14 @@ def check_submission(message: JobMessage) -> None:
     ]
     if missing:
         raise InputError(missing)
+    wrong = []
+    for url in urls:
+        stream, _ = store.open(url, buffer_bytes=HEAD_BYTES)
+        with stream:
+            head = stream.read(HEAD_BYTES)
+        if (problem := wrong_kind(url, head, roles[url])) is not None:
+            wrong.append(problem)
+    if wrong:
+        raise InputError(wrong)
     if message.out:
         store.check_writable(message.out)

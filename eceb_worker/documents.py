@@ -8,14 +8,18 @@ Struct with ``python -m eceb_worker.documents schema`` (a test fails on drift).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Final
+
+import msgspec
 
 from eceb_worker.core.schemas import render_schema
 from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, RULES_SCHEMA, VERIFICATION_SCHEMA, Artifact, RegistryHeader
 from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.verification import VerificationReport
+from eceb_worker.errors import Problem
 from eceb_worker.families import Document
 from eceb_worker.families.eceb.family import FAMILY as ECEB
 
@@ -27,6 +31,8 @@ __all__ = [
     "RULES",
     "VERIFICATION",
     "document_of_schema",
+    "named_document",
+    "wrong_kind",
     "render",
     "write_schemas",
 ]
@@ -49,6 +55,50 @@ def document_of_schema(schema_id: str) -> Document | None:
     """The kind of file whose ``schema`` field holds ``schema_id`` (for a
     registry, its header line), or None."""
     return next((d for d in FILES if d.schema_id == schema_id), None)
+
+
+class _SchemaField(msgspec.Struct):
+    """Only a document's ``schema`` field; everything else is skipped unread."""
+
+    schema: str = ""
+
+
+_SCHEMA_JSON: Final = re.compile(rb'"schema"\s*:\s*"([^"\\]{1,200})"')
+_SCHEMA_TOML: Final = re.compile(rb'^[ \t]*schema[ \t]*=[ \t]*"([^"\\]{1,200})"', re.MULTILINE)
+HEAD_BYTES: Final = 64 * 1024
+"""How much of the start of a file :func:`named_document` reads when it cannot read the file whole."""
+
+
+def named_document(data: bytes) -> Document | None:
+    """The kind of file ``data`` (a whole file, or its first bytes) names in
+    its ``schema`` field: of the whole JSON document, of its first line (a
+    registry), or else the first ``"schema": "..."`` or TOML ``schema =
+    "..."`` in its first :data:`HEAD_BYTES` (a file that is not valid JSON
+    may still say what it is). ``None`` when it names no kind eceb knows."""
+    end = data.find(b"\n")
+    for document in (data, data[:end] if end >= 0 else b""):
+        try:
+            found = document_of_schema(msgspec.json.decode(document, type=_SchemaField).schema)
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if found is not None:
+            return found
+    head = data[:HEAD_BYTES]
+    for pattern in (_SCHEMA_JSON, _SCHEMA_TOML):
+        match = pattern.search(head)
+        if match and (found := document_of_schema(match.group(1).decode("utf-8", "replace"))) is not None:
+            return found
+    return None
+
+
+def wrong_kind(name: str, data: bytes, expected: str) -> Problem | None:
+    """The one problem of file ``name`` (``data``: its bytes, or its first
+    ones) when it names another kind than ``expected`` (:func:`named_document`),
+    else ``None``."""
+    found = named_document(data)
+    if found is None or found.kind == expected:
+        return None
+    return Problem(file=name, message=f"is a {found.kind} (schema {found.schema_id!r}), not a {expected}")
 
 
 def render(document: Document) -> str:

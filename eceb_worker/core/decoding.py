@@ -12,14 +12,14 @@ checked item by item, with the schema consulted only for the items that fail.
 from __future__ import annotations
 
 import functools
-import json
 import re
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
+from eceb_worker.core.lenient import copy_object, decode_lenient, value_defects
+from eceb_worker.core.repeats import repeats_no_key
 from eceb_worker.core.schemas import json_schema
 from eceb_worker.errors import InputError, Problem
 
@@ -30,6 +30,7 @@ __all__ = [
     "decode_document",
     "decode_lenient",
     "item_problems",
+    "json_path",
     "problems_of_value",
     "record_problems",
     "split_location",
@@ -39,6 +40,8 @@ T = TypeVar("T", bound=msgspec.Struct)
 _QUOTED: Final = re.compile(r"'([^']*)'")
 _INDEXED: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\[\d+\])(?:\.(.*))?$")
 _NESTED_TOO_DEEPLY: Final = "nested too deeply"
+_ITEM_DEPTH: Final = 3
+"""How deep an item of a document's top-level array sits: document, array, item."""
 
 
 @functools.cache
@@ -54,7 +57,8 @@ def _validator(struct: type[msgspec.Struct], item: type[msgspec.Struct] | None =
     return Draft202012Validator({"$ref": f"#/$defs/{item.__name__}", "$defs": document["$defs"]})
 
 
-def _json_path(parts: Any) -> str:
+def json_path(parts: Any) -> str:
+    """A JSON path as text: ``tasks[2].budget_ladder[1]``."""
     text = ""
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -62,7 +66,7 @@ def _json_path(parts: Any) -> str:
 
 
 def _field_of(error: Any) -> str:
-    path = _json_path(error.absolute_path)
+    path = json_path(error.absolute_path)
     if error.validator in ("required", "additionalProperties"):
         names = _QUOTED.findall(error.message)
         if names:
@@ -76,7 +80,7 @@ def _message_of(error: Any) -> str:
         enums = [e for e in error.context or () if e.validator == "enum"]
         if enums:
             return _message_of(enums[0])
-    if error.validator == "pattern" and "digest" in _json_path(error.absolute_path):
+    if error.validator == "pattern" and "digest" in json_path(error.absolute_path):
         return f"{error.instance!r} is not a BLAKE3-256 digest (64 lowercase hex characters)"
     if error.validator == "enum":
         allowed = ", ".join(map(str, error.validator_value))
@@ -84,54 +88,32 @@ def _message_of(error: Any) -> str:
     return str(error.message)
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    counts = Counter(k for k, _ in pairs)
-    duplicates = sorted(k for k, n in counts.items() if n > 1)
-    if duplicates:
-        raise ValueError(f"duplicate keys {', '.join(map(repr, duplicates))}")
-    return dict(pairs)
-
-
-def decode_lenient(raw: bytes) -> tuple[Any, str]:
-    """Decode a JSON record for error reporting: ``(value, error)``.
-
-    Bytes that are not UTF-8 are decoded with ``surrogateescape`` so that the
-    field holding them can be named; ``error`` is ``""`` when the record is
-    JSON, else why not (``value`` is then ``None``). Rejects NaN, Infinity and
-    duplicate keys.
-    """
-    text = raw.decode("utf-8", "surrogateescape")
+def _is_utf8(raw: bytes) -> bool:
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys), ""
-    except ValueError as exc:
-        return None, str(exc)
-    except RecursionError:
-        return None, _NESTED_TOO_DEEPLY
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
-def _invalid_utf8_fields(value: Any, path: str = "") -> list[str]:
-    if isinstance(value, str):
-        return [path] if any("\udc80" <= c <= "\udcff" for c in value) else []
-    if isinstance(value, dict):
-        return [f for k, v in value.items() for f in _invalid_utf8_fields(v, f"{path}.{k}" if path else k)]
-    if isinstance(value, list):
-        return [f for i, v in enumerate(value) for f in _invalid_utf8_fields(v, f"{path}[{i}]")]
-    return []
+def problems_of_value(
+    value: Any, validator: Draft202012Validator, *, utf8: bool = True, depth: int = 1
+) -> list[tuple[str, str]]:
+    """Every problem of a value :func:`decode_lenient` read: ``(field path, message)`` pairs.
 
-
-def problems_of_value(value: Any, validator: Draft202012Validator) -> list[tuple[str, str]]:
-    """Every problem of a decoded JSON value: ``(field path, message)`` pairs.
-
-    Strings holding bytes that were not UTF-8 (decoded by :func:`decode_lenient`)
-    are reported first, then each schema violation, in path order.
+    What the strict decoders refuse without naming a field comes first
+    (:func:`~eceb_worker.core.lenient.value_defects`: strings that are not
+    Unicode, repeated keys, nesting deeper than
+    :data:`~eceb_worker.core.lenient.MAX_DEPTH`; ``utf8`` and ``depth`` as
+    there), then each schema violation, in path order (none at or under a
+    container cut out for its depth).
     """
-    found = [(field, "is not valid UTF-8") for field in _invalid_utf8_fields(value)]
+    defects, cut = value_defects(value, utf8=utf8, depth=depth)
+    found = [(json_path(path), message) for path, message in defects]
     errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
-    found.extend((_field_of(e), _message_of(e)) for e in errors)
+    found.extend(
+        (_field_of(e), _message_of(e)) for e in errors if not any(tuple(e.absolute_path)[: len(c)] == c for c in cut)
+    )
     return found
 
 
@@ -151,10 +133,10 @@ def record_problems(
     """
     value, error = decode_lenient(raw)
     if error:
-        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+        return [Problem(file=file, record=record, message=error)]
     found = [
         Problem(file=file, record=record, field=field, message=message)
-        for field, message in problems_of_value(value, _validator(struct))
+        for field, message in problems_of_value(value, _validator(struct), utf8=_is_utf8(raw))
     ]
     if not found and decode_error:
         found.append(Problem(file=file, record=record, message=decode_error))
@@ -182,14 +164,16 @@ def item_problems(
 ) -> list[Problem]:
     """Every problem of one array item of a ``document`` (its schema is the
     ``$defs`` entry of ``item_type`` in the document's schema), located at
-    ``record``. Never empty: an item the schema accepts but the decoder
-    refused is reported with the decoder's words."""
-    value, error = decode_lenient(raw)
+    ``record`` (an item of a top-level array: nested 3 levels deep). Never
+    empty: an item the schema accepts but the decoder refused is reported
+    with the decoder's words."""
+    value, error = decode_lenient(raw, depth=_ITEM_DEPTH)
     if error:
-        return [Problem(file=file, record=record, message=f"invalid JSON: {error}")]
+        return [Problem(file=file, record=record, message=error)]
     validator = _validator(document, item_type)
     found = [
-        Problem(file=file, record=record, field=path, message=m) for path, m in problems_of_value(value, validator)
+        Problem(file=file, record=record, field=path, message=m)
+        for path, m in problems_of_value(value, validator, utf8=_is_utf8(raw), depth=_ITEM_DEPTH)
     ]
     if not found:
         try:
@@ -211,19 +195,26 @@ def decode_document(
     """Decode ``data`` as ``struct``, or raise :class:`InputError` with every problem.
 
     ``item_fields`` maps top-level array fields to their item Struct (whose
-    name is its ``$defs`` entry), to be checked one item at a time.
+    name is its ``$defs`` entry), to be checked one item at a time. A
+    document the strict decoder accepts is read leniently too, for the keys
+    it repeats (every one is a problem, as in any record).
     """
     try:
-        return msgspec.json.decode(data, type=struct)
+        decoded = msgspec.json.decode(data, type=struct)
     except (msgspec.DecodeError, RecursionError) as exc:
         first_error = str(exc) or _NESTED_TOO_DEEPLY
+    else:
+        if repeats_no_key(data):
+            return decoded
+        first_error = "rejected by the decoder"
     value, error = decode_lenient(data)
     if error:
-        raise InputError([Problem(file=file, message=f"invalid JSON: {error}")])
+        raise InputError([Problem(file=file, message=error)])
+    utf8 = _is_utf8(data)
     problems: list[Problem] = []
     in_items: list[Problem] = []
     if isinstance(value, dict) and item_fields:
-        value = dict(value)
+        value = copy_object(value)
         for field, item_type in item_fields.items():
             items = value.get(field)
             if not isinstance(items, list):
@@ -231,12 +222,15 @@ def decode_document(
             value[field] = []
             validator = _validator(struct, item_type)
             for index, item in enumerate(items):
+                defects, _ = value_defects(item, utf8=utf8, depth=_ITEM_DEPTH)
                 try:
+                    if defects:
+                        raise msgspec.ValidationError
                     msgspec.convert(item, item_type)
                 except (msgspec.ValidationError, RecursionError):
-                    for path, message in problems_of_value(item, validator):
+                    for path, message in problems_of_value(item, validator, utf8=utf8, depth=_ITEM_DEPTH):
                         in_items.append(Problem(file=file, record=f"{field}[{index}]", field=path, message=message))
-    for path, message in problems_of_value(value, _validator(struct)):
+    for path, message in problems_of_value(value, _validator(struct), utf8=utf8):
         record, field = split_location(path)
         problems.append(Problem(file=file, record=record, field=field, message=message))
     problems.extend(in_items)

@@ -29,6 +29,7 @@ import msgspec
 from eceb_worker.core.decoding import decode_lenient, record_problems
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.core.paths import PORTABLE_PATH, path_problems
+from eceb_worker.core.repeats import required_strings
 from eceb_worker.corpus.artifacts import Artifact, RegistryHeader
 from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.errors import InputError, Problem
@@ -51,6 +52,9 @@ __all__ = [
 
 _HEADER_DECODER: Final = msgspec.json.Decoder(RegistryHeader)
 _ARTIFACT_DECODER: Final = msgspec.json.Decoder(Artifact)
+
+_ARTIFACT_QUOTES: Final = 2 * required_strings(Artifact)  # a line naming each key once (core.repeats)
+_HEADER_QUOTES: Final = 2 * required_strings(RegistryHeader)
 
 
 class Block(NamedTuple):
@@ -183,6 +187,8 @@ def decode_block(
                 artifact: Artifact | None = _ARTIFACT_DECODER.decode(raw)
             except (msgspec.DecodeError, RecursionError):
                 artifact = None
+            if artifact is not None and raw.count(b'"') != _ARTIFACT_QUOTES:
+                artifact = None if record_problems(raw, Artifact, file=name, record="") else artifact
         else:
             artifact, found = artifact_line(raw, number, name)
             problems.extend((number, problem) for problem in found)
@@ -209,7 +215,9 @@ def _decode_laid_out(data: bytes, at: int, count: int) -> list[Artifact] | None:
         artifacts = _ARTIFACT_DECODER.decode_lines(memoryview(data)[at:])
     except (msgspec.DecodeError, RecursionError):
         return None
-    if len(artifacts) == count and all(map(PORTABLE_PATH.fullmatch, [a.path for a in artifacts])):
+    if len(artifacts) != count or data.count(b'"', at) != _ARTIFACT_QUOTES * count:
+        return None
+    if all(map(PORTABLE_PATH.fullmatch, [a.path for a in artifacts])):
         return artifacts
     return None
 
@@ -226,11 +234,16 @@ def header_line(raw: bytes, number: int, name: str) -> tuple[RegistryHeader | No
     ``schema/registry-header-v0.1.json``).
     """
     try:
-        return _HEADER_DECODER.decode(raw), []
+        header = _HEADER_DECODER.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         return None, record_problems(
             raw, RegistryHeader, file=name, record=f"line {number} (header)", decode_error=str(exc)
         )
+    if raw.count(b'"') != _HEADER_QUOTES:
+        found = record_problems(raw, RegistryHeader, file=name, record=f"line {number} (header)")
+        if found:
+            return None, found
+    return header, []
 
 
 def artifact_line(raw: bytes, number: int, name: str) -> tuple[Artifact | None, list[Problem]]:
@@ -255,6 +268,11 @@ def artifact_line(raw: bytes, number: int, name: str) -> tuple[Artifact | None, 
     else:
         path = artifact.path
         skip_utf8 = False
+        if raw.count(b'"') != _ARTIFACT_QUOTES:
+            found = record_problems(raw, Artifact, file=name, record=where)
+            if found:
+                problems.extend(found)
+                artifact = None
     if path is not None and PORTABLE_PATH.fullmatch(path) is None:
         problems.extend(
             Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")

@@ -152,6 +152,7 @@ def scan_registry(
     file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
     new_sorter: Callable[[], Sorter] = MemorySorter,
     digest_ranges: bool = True,
+    other_kind: Callable[[bytes], Problem | None] | None = None,
 ) -> Registry:
     """Check a registry (JSON Lines, ECEB-0.1 §5) read as a stream, and plan its re-hash.
 
@@ -175,12 +176,16 @@ def scan_registry(
     ``digest_ranges`` (a worker reading its range then knows it reads the
     lines that were checked).
 
+    ``other_kind``, given the first block of a file whose header line has
+    problems, tells whether the file is another kind of file (a benchmark, a
+    run): the problem it returns is then the file's only one.
+
     Memory: one chunk's lines, the sorters' contents, the plan, the
     artifacts kept and the problems found. Raises ValueError for a
     non-positive ``shard_bytes`` or negative ``file_cost_bytes``; whatever
     ``open_chunks`` or its chunks raise.
     """
-    first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep, digest_ranges)
+    first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep, digest_ranges, other_kind)
     for block in blocks(open_chunks()):
         first.take(block)
     if not first.header_number:
@@ -283,7 +288,15 @@ class _RangeDigests:
 class _FirstPass:
     """The state of the first pass of :func:`scan_registry` over the blocks."""
 
-    def __init__(self, name: str, planner: RehashPlanner, keep: AbstractSet[str] | None, digest_ranges: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        planner: RehashPlanner,
+        keep: AbstractSet[str] | None,
+        digest_ranges: bool,
+        other_kind: Callable[[bytes], Problem | None] | None,
+    ) -> None:
+        self.other_kind = other_kind
         self.ranges = _RangeDigests() if digest_ranges else None
         self.name = name
         self.keep = keep
@@ -314,6 +327,8 @@ class _FirstPass:
             number = block.number + first
             raw = lines[first] + b"\n" if first < len(lines) - 1 or block.data.endswith(b"\n") else lines[first]
             self.header, found = header_line(raw, number, self.name)
+            if found and self.other_kind is not None and (problem := self.other_kind(block.data)) is not None:
+                raise InputError([problem])
             self.header_number = number
             self.problems.extend((number, problem) for problem in found)
             first += 1

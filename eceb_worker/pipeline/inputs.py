@@ -27,6 +27,7 @@ from eceb_worker.corpus.lines import registry_artifacts
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
 from eceb_worker.corpus.sorting import MemorySorter, Sorter
+from eceb_worker.documents import HEAD_BYTES, wrong_kind
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
@@ -89,7 +90,8 @@ def load_registry(
     registry not in corpus-root order) stay in memory; otherwise they spill
     to temporary files and the plan's ranges carry their digests, so that
     memory does not grow with the registry. Raises :class:`InputError` with
-    every problem, ``StorageError`` when the storage cannot be used."""
+    every problem (only one for a file of another kind, whose first block
+    names it), ``StorageError`` when the storage cannot be used."""
     location = _located(where, locator)
     held = keep is KEEP_ALL
     new_sorter: Callable[[], Sorter] = MemorySorter
@@ -105,6 +107,7 @@ def load_registry(
         file_cost_bytes=file_cost_bytes,
         new_sorter=new_sorter,
         digest_ranges=not held,
+        other_kind=lambda head: wrong_kind(location.name, head, "registry"),
     )
 
 
@@ -114,20 +117,37 @@ def _located(where: Where | Location, locator: Locator | None) -> Location:
     return where
 
 
+def _of_kind(data: bytes, name: str, expected: str, error: InputError) -> InputError:
+    """``error`` (the problems of file ``name``, read as a ``expected``), or
+    the one problem saying the file is of another kind when it names one."""
+    problem = wrong_kind(name, data, expected)
+    return InputError([problem]) if problem is not None else error
+
+
 def load_benchmark(where: Where, locator: Locator | None = None) -> Benchmark:
-    """Decode a benchmark file; raises :class:`InputError` with every schema problem."""
+    """Decode a benchmark file; raises :class:`InputError` with every schema
+    problem, or the one problem of a file of another kind."""
     location = _located(where, locator)
-    return decode_document(location.read(), Benchmark, file=location.name)
+    data = location.read()
+    try:
+        return decode_document(data, Benchmark, file=location.name)
+    except InputError as exc:
+        raise _of_kind(data, location.name, "benchmark", exc) from None
 
 
 def load_run(where: Where, locator: Locator | None = None) -> IndexedRun:
     """Decode a run file's header and index its records by task (a local file
     is memory-mapped; records are decoded later, task by task). Raises
     :class:`InputError` with every problem of the header and, if the header
-    or the arrays' shape is invalid, of every record.
+    or the arrays' shape is invalid, of every record; or the one problem of
+    a file of another kind (its first bytes name it).
     """
     location = _located(where, locator)
-    return index_run(location.map(), file=location.name)
+    data = location.map()
+    try:
+        return index_run(data, file=location.name)
+    except InputError as exc:
+        raise _of_kind(bytes(data[:HEAD_BYTES]), location.name, "run", exc) from None
 
 
 def registry_location(benchmark_location: Location, relative: str) -> Location:

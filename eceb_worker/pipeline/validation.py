@@ -5,50 +5,55 @@ reported, the kind told by the file's own ``schema`` field
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import msgspec
 
 from eceb_worker.core.decoding import decode_document
-from eceb_worker.documents import FILES, VERIFICATION, document_of_schema
+from eceb_worker.core.lenient import decode_lenient
+from eceb_worker.documents import FILES, VERIFICATION, named_document
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import task_root
 from eceb_worker.families.eceb.consistency import run_header_problems
 from eceb_worker.families.eceb.report import Report
+from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.files import map_input, read_input
 from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records, load_registry, load_run
 
 __all__ = ["kind_of", "validate_file"]
 
 
-class _SchemaField(msgspec.Struct):
-    """Only a document's ``schema`` field; everything else is skipped unread."""
-
-    schema: str = ""
-
-
-def kind_of(path: Path) -> str | None:
-    """Which kind of file ``path`` is, from its ``schema`` field: of the whole
-    JSON document, of the first line of a JSON Lines registry, or of a TOML
-    file; ``None`` when it names none. Raises :class:`InputError` when the
-    file cannot be read."""
-    data = map_input(path)
-    candidates: list[str] = []
-    for document in (data, bytes(data[: data.find(b"\n") if data.find(b"\n") >= 0 else len(data)])):
+def kind_of(path: Path) -> str:
+    """Which kind of file ``path`` is, from its ``schema`` field
+    (:func:`~eceb_worker.documents.named_document`). Raises
+    :class:`InputError` when the file cannot be read, or names no kind: it
+    is empty, it does not parse (``invalid JSON at byte N``, or the TOML
+    reader's words for a ``.toml`` file), or its ``schema`` field names no
+    kind eceb knows."""
+    data = bytes(map_input(path))
+    found = named_document(data)
+    if found is not None:
+        return found.kind
+    known = ", ".join(document.schema_id for document in FILES)
+    if not data.strip():
+        message = f"is empty: eceb reads files whose schema is one of {known}"
+        raise InputError([Problem(file=str(path), message=message)])
+    value, error = decode_lenient(data)
+    if error and path.suffix == ".toml":
         try:
-            candidates.append(msgspec.json.decode(document, type=_SchemaField).schema)
-            break
-        except (msgspec.DecodeError, RecursionError):
-            continue
-    else:
-        with contextlib.suppress(msgspec.DecodeError, RecursionError):
-            candidates.append(msgspec.toml.decode(bytes(data), type=_SchemaField).schema)
-    found = (document_of_schema(candidate) for candidate in candidates)
-    return next((document.kind for document in found if document is not None), None)
+            value, error = msgspec.toml.decode(data), ""
+        except msgspec.DecodeError as exc:
+            error = f"invalid TOML: {exc}"
+    if error:
+        raise InputError([Problem(file=str(path), message=error)])
+    schema = value.get("schema") if isinstance(value, dict) else None
+    if schema is None:
+        message = f"has no 'schema' field naming its kind: one of {known}"
+        raise InputError([Problem(file=str(path), message=message)])
+    raise InputError([Problem(file=str(path), field="schema", message=f"{schema!r} is none of {known}")])
 
 
-def validate_file(path: Path, kind: str | None, benchmark: Path | None = None) -> str:
+def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> str:
     """Check ``path``, a file of ``kind`` (:func:`kind_of`); a run also
     against ``benchmark`` when given. Returns what to print of a valid file.
 
@@ -71,9 +76,9 @@ def validate_file(path: Path, kind: str | None, benchmark: Path | None = None) -
     elif kind == "run":
         run = load_run(path)
         problems = list(run.unkeyed) + run_header_problems(run.header, None, None, file=str(path))
+        problems += record_problems_of_run(run, None)
         if problems:
             raise InputError(problems)
-        check_run_records(run)
     elif kind == "report":
         decode_document(read_input(path), Report, file=str(path))
     elif kind == "verification":
@@ -82,7 +87,6 @@ def validate_file(path: Path, kind: str | None, benchmark: Path | None = None) -
         from eceb_worker.corpus.rules import parse_rules
 
         parse_rules(read_input(path), str(path))
-    else:
-        known = ", ".join(document.schema_id for document in FILES)
-        raise InputError([Problem(file=str(path), field="schema", message=f"is none of {known}")])
+    else:  # pragma: no cover - kind_of names only the kinds above
+        raise ValueError(f"no kind {kind!r}")
     return f"{path}: valid {kind}"

@@ -166,6 +166,38 @@ def test_unwritable_output_is_refused_at_submission(
     assert result.stdout == ""
 
 
+def test_swapped_inputs_are_refused_at_submission(redis_server: RedisServer, s3_server: S3Server, bucket: str) -> None:
+    """Each input of the wrong kind is named once, before anything is queued."""
+    result = dist(
+        redis_server,
+        s3_server,
+        "submit",
+        f"s3://{bucket}/seed/run.json",
+        f"s3://{bucket}/seed/benchmark.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+        "--out",
+        f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json",
+    )
+    assert result.returncode == exit_codes.BAD_INPUT, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert lines == [
+        f"error: s3://{bucket}/seed/run.json: is a run (schema 'symgliph.eceb/run-v0.1'), not a benchmark",
+        f"error: s3://{bucket}/seed/benchmark.json: is a benchmark (schema 'symgliph.eceb/benchmark-v0.1'), not a run",
+    ]
+    assert result.stdout == ""
+    verify = dist(
+        redis_server,
+        s3_server,
+        "verify",
+        f"s3://{bucket}/seed/benchmark.json",
+        "--corpus",
+        f"s3://{bucket}/seed/corpus",
+    )
+    assert verify.returncode == exit_codes.BAD_INPUT, verify.stderr
+    assert "is a benchmark (schema 'symgliph.eceb/benchmark-v0.1'), not a registry" in verify.stderr
+
+
 def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_server: S3Server) -> None:
     unknown = dist(redis_server, s3_server, "status", "0" * 32)
     assert unknown.returncode == exit_codes.NO_SUCH_JOB

@@ -262,6 +262,80 @@ def test_validate_every_kind(tmp_path: Path) -> None:
     assert code == exit_codes.USAGE
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xef\xbb\xbf" + (SEED / "run.json").read_bytes(), "invalid JSON at byte 0"),
+        ((SEED / "run.json").read_bytes()[:300], "invalid JSON at byte 2"),
+        ((SEED / "run.json").read_bytes().replace(b'"run_id"', b'"run\x00_id"', 1), "invalid JSON at byte "),
+        (b"", "is empty"),
+        (b'{"schema": 7}', "field 'schema': 7 is none of"),
+        (b"[1, 2]", "has no 'schema' field"),
+    ],
+)
+def test_validate_names_what_does_not_parse(tmp_path: Path, content: bytes, message: str) -> None:
+    """A file that names no kind says why, exit 3, with or without --benchmark."""
+    path = tmp_path / "run.json"
+    path.write_bytes(content)
+    for extra in ((), ("--benchmark", str(SEED / "benchmark.json"))):
+        code, out, err = run_cli("validate", str(path), *extra)
+        assert code == exit_codes.BAD_INPUT, err
+        assert message in err
+        assert err.count("error:") == 1
+        assert out == ""
+
+
+def test_validate_names_a_lone_surrogate_in_the_run(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes((SEED / "run.json").read_bytes().replace(b'"run_id": "', b'"run_id": "\\ud800', 1))
+    for extra in ((), ("--benchmark", str(SEED / "benchmark.json"))):
+        code, _, err = run_cli("validate", str(path), *extra)
+        assert code == exit_codes.BAD_INPUT, err
+        assert "field 'run_id': holds a lone surrogate" in err
+
+
+def test_validate_lists_repeated_keys_of_the_header_and_of_records_together(tmp_path: Path) -> None:
+    run = json.loads((SEED / "run.json").read_text())
+    run["observations"][2]["quality_milli"] = "@@"
+    text = (
+        json.dumps(run)
+        .replace('"@@"', '0, "quality_milli": 900', 1)
+        .replace('"run_id": ', '"run_id": "x", "run_id": ', 1)
+    )
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    code, _, err = run_cli("validate", str(path))
+    assert code == exit_codes.BAD_INPUT
+    assert f"error: {path}: field 'run_id': duplicate key" in err
+    assert f"error: {path}, observations[2]: field 'quality_milli': duplicate key" in err
+
+
+def test_files_of_the_wrong_kind_are_named_once(tmp_path: Path) -> None:
+    code, _, err = run_cli("corpus", "verify", str(SEED / "benchmark.json"), "--source", str(SEED / "corpus"))
+    assert code == exit_codes.BAD_INPUT
+    assert err.splitlines()[0] == (
+        f"error: {SEED / 'benchmark.json'}: is a benchmark (schema 'symgliph.eceb/benchmark-v0.1'), not a registry"
+    )
+    assert err.count("error:") == 1
+    swapped = tmp_path / "swapped"
+    swapped.mkdir()
+    shutil.copy(SEED / "run.json", swapped / "benchmark.json")
+    shutil.copy(SEED / "benchmark.json", swapped / "run.json")
+    code, report, output = evaluate_seed(tmp_path, seed=swapped)
+    assert code == exit_codes.BAD_INPUT
+    assert [line for line in output.splitlines() if line.startswith("error:")] == [
+        f"error: {swapped / 'benchmark.json'}: is a run (schema 'symgliph.eceb/run-v0.1'), not a benchmark",
+        f"error: {swapped / 'run.json'}: is a benchmark (schema 'symgliph.eceb/benchmark-v0.1'), not a run",
+    ]
+    assert report == {}
+    code, _, err = run_cli("validate", str(SEED / "run.json"), "--benchmark", str(SEED / "registry.jsonl"))
+    assert code == exit_codes.BAD_INPUT
+    assert "is a registry (schema 'symgliph.eceb/registry-v0.1'), not a benchmark" in err
+    code, _, err = run_cli("validate", str(SEED / "benchmark.json"), "--benchmark", str(SEED / "benchmark.json"))
+    assert code == exit_codes.USAGE
+    assert "is a benchmark" in err
+
+
 def test_deeply_nested_record_is_bad_input(tmp_path: Path) -> None:
     bad = subset_seed(tmp_path, set(EXPECTED))
     run = json.loads((bad / "run.json").read_text())

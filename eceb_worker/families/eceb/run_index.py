@@ -12,11 +12,13 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from eceb_worker.core.decoding import decode_document, item_problems
+from eceb_worker.core.decoding import decode_document, item_problems, json_path, split_location
+from eceb_worker.core.lenient import decode_lenient, value_defects
+from eceb_worker.core.repeats import StringLayout, string_layout, unrepeated
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run, RunEnvelope, RunHeader
 from eceb_worker.families.eceb.tasks import TaskEvidence
@@ -31,13 +33,14 @@ _ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
 S = TypeVar("S", bound=msgspec.Struct)
 
 
-class _TaskKey(msgspec.Struct):
-    """Just the task id of a record; other fields are skipped unread."""
+@functools.cache
+def _key_decoder(item_type: type[msgspec.Struct]) -> tuple[StringLayout, msgspec.json.Decoder[Any]]:
+    """The string layout of ``item_type`` and a decoder of a record's task id
+    and optional fields (which it names); the other fields are skipped unread."""
+    layout = string_layout(item_type)
+    assert layout is not None
+    return layout, msgspec.json.Decoder(layout.keys_struct([("task_id", str)]))
 
-    task_id: str
-
-
-_TASK_KEY: Final = msgspec.json.Decoder(_TaskKey)
 
 Indexed = tuple[int, msgspec.Raw]
 """A record's position in its array, and its undecoded JSON."""
@@ -51,7 +54,11 @@ class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
         header: the decoded, schema-valid header.
         observations: task id -> ``(index, raw)`` of its observations.
         auxiliary_costs: task id -> ``(index, raw)`` of its auxiliary costs.
-        unkeyed: problems of records without a usable ``task_id``.
+        unkeyed: problems of the file beyond each task's records: keys its
+            header repeats, records without a usable ``task_id``.
+        observation_strings, auxiliary_strings: task id -> the strings the
+            optional fields of its records hold
+            (:meth:`~eceb_worker.core.repeats.StringLayout.present`, summed).
     """
 
     file: str
@@ -59,6 +66,8 @@ class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
     observations: Mapping[str, list[Indexed]]
     auxiliary_costs: Mapping[str, list[Indexed]]
     unkeyed: tuple[Problem, ...]
+    observation_strings: Mapping[str, int] = msgspec.field(default_factory=dict)
+    auxiliary_strings: Mapping[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def task_ids(self) -> set[str]:
@@ -73,16 +82,54 @@ class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
 
 def _group(
     items: tuple[msgspec.Raw, ...], field: str, item_type: type[msgspec.Struct], file: str, problems: list[Problem]
-) -> dict[str, list[Indexed]]:
+) -> tuple[dict[str, list[Indexed]], dict[str, int]]:
+    """The records by task id, and the strings their optional fields hold by task id."""
+    layout, decoder = _key_decoder(item_type)
+    uniform, unset, as_tuple = layout.uniform, msgspec.UNSET, msgspec.structs.astuple
     grouped: dict[str, list[Indexed]] = defaultdict(list)
+    strings: dict[str, int] = defaultdict(int)  # of the optional fields; absent ones when uniform
     for index, raw in enumerate(items):
         try:
-            key = _TASK_KEY.decode(raw).task_id
+            keys = decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError):
             problems.extend(item_problems(bytes(raw), item_type, Run, file=file, record=f"{field}[{index}]"))
             continue
-        grouped[key].append((index, raw))
-    return dict(grouped)
+        grouped[keys.task_id].append((index, raw))
+        strings[keys.task_id] += as_tuple(keys).count(unset) if uniform else layout.present(keys)
+    if uniform:  # the fields present: as many per record as there are, less those absent
+        fields = len(layout.optional)
+        return dict(grouped), {t: uniform * (fields * len(grouped[t]) - strings[t]) for t in grouped}
+    return dict(grouped), {t: strings[t] for t in grouped}
+
+
+def _header_problems(data: bytes | memoryview | mmap.mmap, envelope: RunEnvelope, file: str) -> list[Problem]:
+    """The keys the run's header repeats (at any depth), read strictly from
+    the file without its records: the bytes from the first record to the
+    last of each array are cut out, found by their own bytes. Nothing when
+    what is left is not the header (then the records have problems)."""
+    source = data if not isinstance(data, memoryview) else bytes(data)
+    spans = []
+    for items in (envelope.observations, envelope.auxiliary_costs):
+        if items:
+            start = source.find(bytes(items[0]))
+            end = source.rfind(bytes(items[-1]))
+            if start < 0 or end < start:
+                return []
+            spans.append((start, end + len(items[-1])))
+    pieces: list[bytes] = []
+    at = 0
+    for start, end in sorted(spans):
+        if start < at:
+            return []
+        pieces.append(bytes(source[at:start]))
+        at = end
+    pieces.append(bytes(source[at:]))
+    value, error = decode_lenient(b"".join(pieces))
+    if error or not isinstance(value, dict):
+        return []
+    defects, _ = value_defects(value, utf8=True)
+    located = [(*split_location(json_path(path)), message) for path, message in defects]
+    return [Problem(file=file, record=record, field=field, message=message) for record, field, message in located]
 
 
 def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
@@ -104,15 +151,17 @@ def index_run(data: bytes | memoryview | mmap.mmap, *, file: str) -> IndexedRun:
             item_fields={"observations": Observation, "auxiliary_costs": AuxiliaryCost},
         )
         raise  # pragma: no cover - decode_document raises for what the envelope refused
-    problems: list[Problem] = []
-    observations = _group(envelope.observations, "observations", Observation, file, problems)
-    auxiliary = _group(envelope.auxiliary_costs, "auxiliary_costs", AuxiliaryCost, file, problems)
+    problems = _header_problems(data, envelope, file)
+    observations, observation_strings = _group(envelope.observations, "observations", Observation, file, problems)
+    auxiliary, auxiliary_strings = _group(envelope.auxiliary_costs, "auxiliary_costs", AuxiliaryCost, file, problems)
     return IndexedRun(
         file=file,
         header=envelope.header(),
         observations=observations,
         auxiliary_costs=auxiliary,
         unkeyed=tuple(problems),
+        observation_strings=observation_strings,
+        auxiliary_strings=auxiliary_strings,
     )
 
 
@@ -123,20 +172,32 @@ def _decoders(item_type: type[S]) -> tuple[msgspec.json.Decoder[list[S]], msgspe
 
 
 def _decode_items(
-    items: list[Indexed],
-    item_type: type[S],
-    array: str,
-    file: str,
-    problems: list[RecordProblem],
+    indexed: IndexedRun, task_id: str, item_type: type[S], array: str, problems: list[RecordProblem]
 ) -> list[tuple[int, S]]:
-    """Decode records of one array: in one decoder call, or item by item
-    (collecting every item's problems) when that call fails."""
+    """Decode the records of one task in one array (``observations`` or
+    ``auxiliary_costs``): in one decoder call, or item by item (collecting
+    every item's problems) when that call fails. Records that decode are
+    checked for repeated keys (:mod:`eceb_worker.core.repeats`)."""
+    file = indexed.file
+    items: list[Indexed] = getattr(indexed, array).get(task_id, [])
+    strings = (indexed.observation_strings if array == "observations" else indexed.auxiliary_strings).get(task_id)
     batch_decoder, decoder = _decoders(item_type)
+    joined = b"[" + b",".join(bytes(raw) for _, raw in items) + b"]"
     try:
-        batch = batch_decoder.decode(b"[" + b",".join(bytes(raw) for _, raw in items) + b"]")
-        return [(index, item) for (index, _), item in zip(items, batch, strict=True)]
+        batch = batch_decoder.decode(joined)
     except (msgspec.DecodeError, RecursionError):
         pass
+    else:
+        layout = string_layout(item_type)
+        if layout is None or strings is None or not unrepeated(joined, layout, batch, strings):
+            for index, raw in items:
+                value, _ = decode_lenient(bytes(raw), depth=3)
+                if value_defects(value)[0]:
+                    problems.extend(
+                        RecordProblem(array=array, index=index, problem=problem)
+                        for problem in item_problems(bytes(raw), item_type, Run, file=file, record=f"{array}[{index}]")
+                    )
+        return [(index, item) for (index, _), item in zip(items, batch, strict=True)]
     decoded: list[tuple[int, S]] = []
     for index, raw in items:
         try:
@@ -165,12 +226,8 @@ def decode_task_evidence(
     locating problems), and every schema problem of the task's records.
     """
     problems: list[RecordProblem] = []
-    observations = _decode_items(
-        indexed.observations.get(task_id, []), Observation, "observations", indexed.file, problems
-    )
-    auxiliary = _decode_items(
-        indexed.auxiliary_costs.get(task_id, []), AuxiliaryCost, "auxiliary_costs", indexed.file, problems
-    )
+    observations = _decode_items(indexed, task_id, Observation, "observations", problems)
+    auxiliary = _decode_items(indexed, task_id, AuxiliaryCost, "auxiliary_costs", problems)
     evidence = TaskEvidence(
         observations=tuple(o for _, o in observations), auxiliary_costs=tuple(a for _, a in auxiliary)
     )
