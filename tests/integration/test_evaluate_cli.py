@@ -386,6 +386,7 @@ def test_every_input_from_s3_gives_the_same_report(tmp_path: Path, s3_server: S3
 
 
 def test_run_problems_confined_to_one_task_fail_that_task_and_the_others_are_evaluated(tmp_path: Path) -> None:
+    (tmp_path / "before").mkdir()
     _, seed_report, _ = evaluate_seed(tmp_path / "before")
     changed = subset_seed(tmp_path, set(EXPECTED))
     run = json.loads((changed / "run.json").read_text())
