@@ -31,7 +31,8 @@ Delivery is at least once: a task is acknowledged only after it ran
 (:mod:`eceb_worker.cluster.deliveries`). Running a shard twice is harmless,
 and a job counts each shard once. A task running while the broker
 connection is lost (a Redis restart) runs to its end; its message is
-delivered again after the visibility timeout.
+delivered again after the visibility timeout (a worker looks for such
+messages every :func:`restore_interval_s` seconds).
 
 Redis restarting (keeping its data): every command to the result backend
 (:mod:`eceb_worker.cluster.backend`), every message published
@@ -70,6 +71,7 @@ __all__ = [
     "check_redis_url",
     "make_app",
     "redis_tls_options",
+    "restore_interval_s",
     "worker_command",
 ]
 
@@ -165,6 +167,14 @@ def check_redis_url(url: str, variable: str) -> None:
             )
 
 
+def restore_interval_s(visibility_timeout_s: int) -> int:
+    """Seconds between two of a worker's scans for messages delivered but not
+    acknowledged within ``visibility_timeout_s`` (which it puts back on the
+    queue): half the timeout, at least 1 s and at most 10 s, so that such a
+    message comes back at most about 10 s after its timeout ran out."""
+    return max(1, min(10, visibility_timeout_s // 2))
+
+
 def make_app(
     broker_url: str | None = None,
     backend_url: str | None = None,
@@ -230,7 +240,14 @@ def make_app(
         # visibility timeout, and running a shard twice changes nothing.
         # (Cancelling it instead would fail the chord waiting for it.)
         worker_cancel_long_running_tasks_on_connection_loss=False,
-        broker_transport_options={"visibility_timeout": visibility},
+        # kombu scans for messages past their visibility timeout every
+        # unacked_restore_interval s, on every unacked_restore_throttle-th
+        # timer (by default 10 and 10: about 100 s whatever the timeout).
+        broker_transport_options={
+            "visibility_timeout": visibility,
+            "unacked_restore_interval": restore_interval_s(visibility),
+            "unacked_restore_throttle": 1,
+        },
         broker_connection_retry_on_startup=True,
         # Through a Redis restart: messages published (a chord's shards and
         # callback, a retry) are sent again for ECEB_REDIS_OUTAGE_S; the

@@ -30,7 +30,7 @@ import pytest
 import redis
 
 from eceb_cli import exit_codes
-from eceb_worker.cluster.app import QUEUE, make_app
+from eceb_worker.cluster.app import QUEUE, make_app, restore_interval_s
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.io.objects import ObjectStore
 from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
@@ -349,6 +349,21 @@ def test_wait_outlasts_a_redis_restart_then_gives_up_after_the_bound(tmp_path: P
         assert "unreachable for more than 2 s (ECEB_REDIS_OUTAGE_S)" in stderr, stderr
         assert "internal error" not in stderr
         assert server.password not in stdout + stderr
+
+
+@pytest.mark.parametrize(("visibility", "interval"), [(1, 1), (5, 2), (20, 10), (3600, 10)])
+def test_workers_look_for_unacknowledged_messages_within_the_visibility_timeout(visibility: int, interval: int) -> None:
+    """A message a worker held when its connection dropped comes back soon
+    after its visibility timeout: kombu's own cadence (a scan every tenth
+    10-s timer) would leave it up to 100 s longer, past ``wait`` in the
+    restart test below."""
+    assert restore_interval_s(visibility) == interval
+    options = make_app("redis://127.0.0.1:1/0", visibility_timeout=visibility).conf.broker_transport_options
+    assert options == {
+        "visibility_timeout": visibility,
+        "unacked_restore_interval": interval,
+        "unacked_restore_throttle": 1,
+    }
 
 
 RESTARTS: Final = ((1.0, 1.0, 1.0), (10.0,))
