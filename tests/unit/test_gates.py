@@ -384,3 +384,12 @@ def test_zero_tokens_fail_the_baseline_but_a_zero_price_only_leaves_cost_savings
     assert not no_tokens.passed
     assert ("baseline_zero_tokens", "full_permitted_context", None) in gates(no_tokens)
     assert no_tokens.token_savings_bps is None and no_tokens.cost_savings_bps is None
+
+
+def test_auxiliary_costs_of_an_off_ladder_budget_are_counted_nowhere() -> None:
+    """An off-ladder budget forms no group: its auxiliary costs are neither a
+    problem of their own nor added to any group; the task fails ``off_ladder``."""
+    result = evaluate(baseline() + passing(100) + reps(2, budget=150), auxiliary=[aux(budget=150, cost=999)])
+    assert not result.passed
+    assert {a.gate for a in result.failed_assertions if a.budget == 150} == {"off_ladder"}
+    assert all(g.auxiliary_cost_micro_usd == 0 for g in result.groups)
