@@ -88,12 +88,12 @@ def register(
     no rule classifies is an error: every such file is listed, nothing is
     written.
     """
-    from eceb_worker.corpus.rules import parse_rules  # glob matching: only registering needs it
+    from eceb_worker.pipeline.inputs import load_rules
     from eceb_worker.pipeline.register import register_corpus
 
     output.check([rules_path])
     output.check_outside(source)
-    rules = parse_rules(read_input(rules_path), str(rules_path))
+    rules = load_rules(read_input(rules_path), str(rules_path))
     spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
     totals: dict[str, int] = {}
 

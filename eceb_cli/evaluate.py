@@ -112,9 +112,10 @@ def validate(path: Path, benchmark_path: Path | None) -> None:
     checked against that benchmark too. Every problem is listed. Exit 0 when
     valid, 3 when not.
     """
+    from eceb_worker.documents import a_file_of
     from eceb_worker.pipeline.validation import kind_of, validate_file
 
     kind = kind_of(path)
     if benchmark_path is not None and kind != "run":
-        raise click.UsageError(f"--benchmark applies to a run only; {path} is a {kind}")
+        raise click.UsageError(f"--benchmark applies to a run only; {path} is {a_file_of(kind)}")
     click.echo(validate_file(path, kind, benchmark_path))

@@ -30,6 +30,7 @@ __all__ = [
     "REGISTRY",
     "RULES",
     "VERIFICATION",
+    "a_file_of",
     "document_of_schema",
     "named_document",
     "wrong_kind",
@@ -98,7 +99,19 @@ def wrong_kind(name: str, data: bytes, expected: str) -> Problem | None:
     found = named_document(data)
     if found is None or found.kind == expected:
         return None
-    return Problem(file=name, message=f"is a {found.kind} (schema {found.schema_id!r}), not a {expected}")
+    return Problem(
+        file=name, message=f"is {a_file_of(found.kind)} (schema {found.schema_id!r}), not {a_file_of(expected)}"
+    )
+
+
+_NOUNS: Final = {"rules": "rules file", "verification": "verification report"}
+
+
+def a_file_of(kind: str) -> str:
+    """How messages name a file of ``kind`` (a :class:`Document` kind), with
+    its article: ``"a benchmark"``, ``"a rules file"``, ``"an artifact"``."""
+    noun = _NOUNS.get(kind, kind)
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
 def render(document: Document) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -34,6 +34,9 @@ from eceb_worker.families.eceb.consistency import benchmark_problems, run_header
 from eceb_worker.families.eceb.run_index import IndexedRun, index_run
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.locations import Location, Locator
+
+if TYPE_CHECKING:
+    from eceb_worker.corpus.rules import RulesFile
 
 __all__ = [
     "CheckedInputs",
@@ -122,6 +125,19 @@ def _of_kind(data: bytes, name: str, expected: str, error: InputError) -> InputE
     the one problem saying the file is of another kind when it names one."""
     problem = wrong_kind(name, data, expected)
     return InputError([problem]) if problem is not None else error
+
+
+def load_rules(data: bytes, name: str) -> RulesFile:
+    """Decode rules file ``name`` (``data``: its bytes; see
+    :func:`~eceb_worker.corpus.rules.parse_rules`); raises
+    :class:`InputError` with every problem, or the one saying the file is
+    another kind of eceb file (a benchmark given as rules)."""
+    from eceb_worker.corpus.rules import parse_rules  # glob matching: only rules need it
+
+    try:
+        return parse_rules(data, name)
+    except InputError as error:
+        raise _of_kind(data, name, "rules", error) from None
 
 
 def load_benchmark(where: Where, locator: Locator | None = None) -> Benchmark:

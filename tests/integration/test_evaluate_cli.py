@@ -334,6 +334,21 @@ def test_files_of_the_wrong_kind_are_named_once(tmp_path: Path) -> None:
     code, _, err = run_cli("validate", str(SEED / "benchmark.json"), "--benchmark", str(SEED / "benchmark.json"))
     assert code == exit_codes.USAGE
     assert "is a benchmark" in err
+    code, _, err = run_cli("validate", str(SEED / "rules.toml"), "--benchmark", str(SEED / "benchmark.json"))
+    assert code == exit_codes.USAGE
+    assert f"{SEED / 'rules.toml'} is a rules file" in err
+    code, _, err = run_cli("corpus", "verify", str(SEED / "rules.toml"), "--source", str(SEED / "corpus"))
+    assert code == exit_codes.BAD_INPUT
+    assert "is a rules file (schema 'symgliph.eceb/rules-v0.1'), not a registry" in err
+    output = tmp_path / "registry.jsonl"
+    code, _, err = run_cli(
+        "corpus", "register", str(SEED / "corpus"), "--rules", str(SEED / "benchmark.json"), "-o", str(output)
+    )
+    assert code == exit_codes.BAD_INPUT
+    assert err.splitlines()[0] == (
+        f"error: {SEED / 'benchmark.json'}: is a benchmark (schema 'symgliph.eceb/benchmark-v0.1'), not a rules file"
+    )
+    assert not output.exists()
 
 
 def test_deeply_nested_record_is_bad_input(tmp_path: Path) -> None:
