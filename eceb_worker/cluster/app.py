@@ -145,7 +145,7 @@ def redis_tls_options(url: str, what: str, ca_certs: str | None) -> dict[str, An
     options: dict[str, Any] = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
     if ca_certs:
         if not os.path.isfile(ca_certs):
-            raise ValueError(f"ECEB_REDIS_CA_CERTS: no such file: {ca_certs}")
+            raise ValueError("ECEB_REDIS_CA_CERTS: no such file")  # a setting's value is not repeated
         options["ssl_ca_certs"] = ca_certs
     return options
 
