@@ -13,7 +13,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -74,19 +75,32 @@ def cluster_options(function: F) -> F:
     return function
 
 
+@contextmanager
+def _settings_checked() -> Iterator[None]:
+    """A setting that does not parse (ValueError, whose message never
+    repeats a URL) is a usage error."""
+    try:
+        yield
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _cluster(broker_url: str | None, result_backend: str | None) -> Cluster:
     """The cluster, reached; a setting that does not parse is a usage error."""
-    try:
+    with _settings_checked():
         # Importing the module configures its application from the environment.
         from eceb_worker.cluster.client import Cluster
 
         return Cluster(broker_url, result_backend)
-    except ValueError as exc:  # a setting is wrong; the message never repeats a URL
-        raise click.UsageError(str(exc)) from None
 
 
 def _submit(message: JobMessage, broker_url: str | None, result_backend: str | None, **fields: str) -> None:
-    """Check what can be checked, queue the job and print its id."""
+    """Check what can be checked (the cluster's settings first, before
+    anything is read or connected to), queue the job and print its id."""
+    with _settings_checked():
+        from eceb_worker.cluster.app import make_app
+
+        make_app(broker_url, result_backend)
     check_submission(message)
     cluster = _cluster(broker_url, result_backend)
     cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)
@@ -368,14 +382,12 @@ def worker(
         if value:
             environment[name] = value
     os.environ.update(environment)  # this process becomes the worker
-    try:
+    with _settings_checked():
         # Importing the module configures its application: the settings are checked here.
         from eceb_worker.cluster.app import worker_command
         from eceb_worker.settings import load_settings
 
         shown = redact_url(load_settings().broker_url)
-    except ValueError as exc:  # the message never repeats a URL
-        raise click.UsageError(str(exc)) from None
     command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=celery_args)
     click.echo(f"starting a worker on {shown}", err=True)
     sys.stdout.flush()

@@ -30,11 +30,9 @@ def _integer(minimum: int) -> Callable[[str], int]:
         try:
             number = int(value.strip())
         except ValueError:
-            raise ValueError(f"must be an integer, got {value!r}") from None
-        if number < minimum:
-            raise ValueError(
-                f"must not be negative, got {number}" if minimum == 0 else f"must be at least {minimum}, got {number}"
-            )
+            number = None
+        if number is None or number < minimum:
+            raise ValueError(f"must be an integer of at least {minimum}")
         return number
 
     return parse
@@ -44,7 +42,7 @@ def _choice(*choices: str) -> Callable[[str], str]:
     def parse(value: str) -> str:
         text = value.strip().lower()
         if text not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}, got {value!r}")
+            raise ValueError(f"must be one of {', '.join(choices)}")
         return text
 
     return parse
@@ -58,7 +56,8 @@ class Setting(msgspec.Struct, frozen=True):
         field: the :class:`Settings` field it sets.
         default: its value when unset (``None``: none).
         meaning: what it is for (the docs table's text).
-        parse: turns its text into the value; raises ValueError saying why not.
+        parse: turns its text into the value; raises ValueError saying why
+            not, never repeating the text.
     """
 
     name: str
@@ -160,8 +159,9 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     with ``overrides`` (by field name; ``None`` leaves the variable's value)
     in their place. An override is checked as the variable's text would be.
 
-    Raises ValueError naming the variable, never repeating a URL's value
-    (it may hold a password), for a value that does not parse.
+    Raises ValueError naming the variable, never repeating its value (it
+    may be a password given to the wrong variable), for a value that does
+    not parse.
     """
     return Settings(**{s.field: _value(s, environ, overrides.get(s.field)) for s in SETTINGS})
 

@@ -145,26 +145,62 @@ def redis_tls_options(url: str, what: str, ca_certs: str | None) -> dict[str, An
     options: dict[str, Any] = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
     if ca_certs:
         if not os.path.isfile(ca_certs):
-            raise ValueError(f"ECEB_REDIS_CA_CERTS: no such file: {ca_certs}")
+            raise ValueError("ECEB_REDIS_CA_CERTS: no such file")  # a setting's value is not repeated
         options["ssl_ca_certs"] = ca_certs
     return options
 
 
 _REDIS_SCHEMES: Final = frozenset({"redis", "rediss"})
+TLS_PARAMETERS: Final = ("ssl_ca_certs", "ssl_cert_reqs", "ssl_check_hostname")
+"""The only query parameters a broker or backend URL may hold, and only as
+``rediss://`` (:func:`redis_tls_options` checks their values). kombu and
+Celery would hand any other to a constructor (a TypeError, or a class they
+import by name), and redis-py's own (``socket_timeout``, ...) are not
+passed through by both."""
+_FORM: Final = "use redis://[:PASSWORD@]HOST[:PORT]/DB or rediss://... (TLS)"
+_BAD_PORT: Final = "the port is not a number from 1 to 65535"
+_ENCODE: Final = "percent-encode a password's '/', '?', '#' and '@' (%2F, %3F, %23, %40)"
 
 
 def check_redis_url(url: str, variable: str) -> None:
     """Raise ValueError naming ``variable`` (never repeating the URL, which
-    may hold a password) unless ``url`` is a Redis URL: ``redis://`` or
-    ``rediss://``, or a ``;``-separated list of them (failover)."""
-    for part in url.split(";"):
-        scheme, separator, _ = part.strip().partition("://")
+    may hold a password) unless ``url`` is a Redis URL eceb can use:
+    ``redis://`` or ``rediss://`` (or a ``;``-separated list of them,
+    failover), a port from 1 to 65535, a database number as its path, no
+    fragment, and a query of :data:`TLS_PARAMETERS` only, on ``rediss://``."""
+    for part in (piece.strip() for piece in url.split(";")):
+        scheme, separator, _ = part.partition("://")
         if not separator or scheme.lower() not in _REDIS_SCHEMES:
             shown = f" (scheme {scheme}://)" if separator and scheme.isascii() and scheme.isalnum() else ""
             raise ValueError(
-                f"{variable} is not a Redis URL{shown}: eceb needs Redis as broker and result backend; "
-                "use redis://[:PASSWORD@]HOST[:PORT]/DB or rediss://... (TLS)"
+                f"{variable} is not a Redis URL{shown}: eceb needs Redis as broker and result backend; {_FORM}"
             )
+        _check_redis_parts(part, scheme.lower(), variable)
+
+
+def _check_redis_parts(url: str, scheme: str, variable: str) -> None:
+    """:func:`check_redis_url` of one ``redis[s]://`` URL, past its scheme."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # urllib's message may quote the URL: not repeated
+        what = _BAD_PORT if str(exc).startswith("Port") else "not a valid URL"
+        raise ValueError(f"{variable}: {what}; {_FORM}; {_ENCODE}") from None
+    if port == 0:
+        raise ValueError(f"{variable}: {_BAD_PORT}; {_FORM}; {_ENCODE}")
+    if parts.fragment or url.endswith("#"):
+        raise ValueError(f"{variable}: a fragment (#...) is not part of a Redis URL; {_ENCODE}")
+    database = parts.path.strip("/")
+    if database and not (database.isascii() and database.isdigit()):
+        raise ValueError(f"{variable}: the database (the URL's path) is not a number; {_FORM}; {_ENCODE}")
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    if (parts.query or url.endswith("?")) and (
+        scheme != "rediss" or not names or any(name not in TLS_PARAMETERS for name in names)
+    ):
+        raise ValueError(
+            f"{variable}: the URL's query may hold only {', '.join(TLS_PARAMETERS)}, and only in a rediss:// URL "
+            f"(the password goes before the host, other settings in ECEB_* variables); {_ENCODE}"
+        )
 
 
 def restore_interval_s(visibility_timeout_s: int) -> int:

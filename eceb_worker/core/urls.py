@@ -8,8 +8,12 @@ output or S3 endpoint (:func:`check_location`, :func:`check_no_credentials`):
 they are refused, and the refusal shows the URL without its user
 information, query and fragment (:func:`shown_url`). Credentials come only
 from the environment, as for boto3. Broker and result backend URLs are the
-exception: they carry the Redis password, and are shown redacted
-(:func:`redact_url`).
+exception: they carry the Redis password, and are shown redacted.
+
+One redaction (:func:`redact_url`, which :func:`shown_url` builds on) serves
+every message, malformed URLs included: ``s3:///KEY:SECRET@bucket``,
+``S3://...``, ``KEY:SEC/RET@host``, ``s3://bucket:SECRET/x``. A bucket name is
+what botocore accepts (:func:`parse_s3_url`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from typing import Final
-from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 __all__ = [
     "REDACTED",
@@ -40,20 +44,65 @@ REDACTED: Final = "***"
 _SECRET_PARAMETER: Final = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)
 
 
+_BUCKET_NAME: Final = re.compile(r"[A-Za-z0-9._-]{1,255}")
+"""What an S3 bucket name may be, as botocore checks it before any request
+(AWS's rules today are narrower, 3 to 63 lowercase letters, digits, dots and
+hyphens; older AWS buckets, Ceph and MinIO accept more)."""
+
+
+def _shown_authority(authority: str, scheme: str) -> str:
+    """``authority`` (a host, ``host:port`` or bucket, user information
+    removed) as shown: ``***`` when it may hold a credential: a "port" that
+    is no number (``user:password`` without its ``@host``), a ``%`` (an
+    encoded ``@``), or, for ``s3``, anything that is not a bucket name."""
+    if scheme.lower() == "s3":
+        return authority if not authority or _BUCKET_NAME.fullmatch(authority) else REDACTED
+    if authority.startswith("["):  # an IPv6 address
+        _address, bracket, port = authority.partition("]")
+        if not bracket or (port and not (port[0] == ":" and port[1:].isdigit())):
+            return REDACTED
+        return authority
+    host, colon, port = authority.partition(":")
+    if "%" in host or (colon and not port.isdigit()):
+        return REDACTED
+    return authority
+
+
+def _until_path(body: str) -> tuple[str, str]:
+    """``body`` (what follows ``scheme://``) split where its authority ends."""
+    cut = min((i for i in (body.find(c) for c in "/?#") if i >= 0), default=len(body))
+    return body[:cut], body[cut:]
+
+
+def _after_userinfo(body: str, scheme: str) -> str | None:
+    """What follows the user information of ``body`` (a URL after
+    ``scheme://`` and its slashes), None when it has none: the text after
+    the authority's last ``@`` (user information may hold ``?`` or ``#``),
+    or after the URL's last ``@`` when the authority looks like
+    ``KEY:SECRET`` (a secret holding ``/``: ``KEY:SEC/RET@host``)."""
+    segment = body.partition("/")[0]
+    if "@" in segment:
+        return body[segment.rindex("@") + 1 :]
+    if "@" in body and _shown_authority(_until_path(body)[0], scheme) == REDACTED:
+        return body.rpartition("@")[2]
+    return None
+
+
 def _redact_one(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises ValueError for a malformed port
-    except ValueError:
-        # Not parseable: keep only what surely holds no credential.
-        scheme, sep, _rest = url.partition("://")
-        return f"{scheme}://{REDACTED}" if sep else REDACTED
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user, has_password, _password = userinfo.partition(":")
-        netloc = f"{user}:{REDACTED}@{host}" if has_password else f"{REDACTED}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, _redact_query(parts.query), parts.fragment))
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return f"{REDACTED}@{url.rpartition('@')[2]}" if "@" in url else url
+    body = rest.lstrip("/")
+    slashes = rest[: len(rest) - len(body)]
+    after = _after_userinfo(body, scheme)
+    userinfo = "" if after is None else f"{REDACTED}@"
+    authority, remainder = _until_path(body if after is None else after)
+    remainder, hash_sign, fragment = remainder.partition("#")
+    path, question_mark, query = remainder.partition("?")
+    shown = f"{scheme}://{slashes}{userinfo}{_shown_authority(authority, scheme)}{path}"
+    if question_mark:
+        shown += f"?{_redact_query(query)}"
+    return shown + (f"#{REDACTED}" if hash_sign and fragment else hash_sign)
 
 
 def _redact_query(query: str) -> str:
@@ -71,18 +120,29 @@ def _redact_query(query: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with every credential replaced by ``***``: the password (or a
-    user name given without one, where some services expect a token) and query
-    parameters named like a secret (``password=``, ``token=``, ...).
+    """``url`` with whatever may be a credential replaced by ``***``: the one
+    redaction of every message that shows a URL.
 
-    Accepts a ``;``-separated list of fail-over URLs, as Celery does.
+    Redacted: everything between ``scheme://`` (any number of slashes, any
+    case) and the last ``@`` of the authority (user name and password, even
+    one holding ``?`` or ``#``; up to the URL's last ``@`` when the authority
+    looks like ``KEY:SECRET``, a secret holding ``/``); an authority that cannot be a host and port (a
+    "port" that is no number, as ``user:password`` without ``@host``, or a
+    ``%``) and, for ``s3``, an authority that is not a bucket name; the value
+    of each query parameter named like a secret (``password=``,
+    ``token=``, ...); the fragment. Accepts a ``;``-separated list of
+    fail-over URLs, as Celery does.
 
     >>> redact_url("redis://:hunter2@127.0.0.1:6379/0")
-    'redis://:***@127.0.0.1:6379/0'
+    'redis://***@127.0.0.1:6379/0'
     >>> redact_url("redis://user:hunter2@127.0.0.1:6379/0?password=x&db=1")
-    'redis://user:***@127.0.0.1:6379/0?password=***&db=1'
+    'redis://***@127.0.0.1:6379/0?password=***&db=1'
     >>> redact_url("rediss://:hunter2@redis.internal:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/ca.pem")
-    'rediss://:***@redis.internal:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/ca.pem'
+    'rediss://***@redis.internal:6380/0?ssl_cert_reqs=required&ssl_ca_certs=/etc/ca.pem'
+    >>> redact_url("s3:///KEY:SECRET@bucket/b.json")
+    's3:///***@bucket/b.json'
+    >>> redact_url("s3://bucket:SECRET/b.json")
+    's3://***/b.json'
     """
     return ";".join(_redact_one(part) for part in url.split(";"))
 
@@ -110,35 +170,40 @@ def scrub(text: str, urls: Iterable[object]) -> str:
 
 
 def shown_url(url: str) -> str:
-    """How a refused URL is shown: ``scheme://host/path`` without its user
-    information, query and fragment (any of which may hold a credential),
-    ``scheme://***`` when it does not parse; a string that is no URL as given.
+    """How a refused URL is shown: :func:`redact_url`'s form without its
+    query and fragment (any of which may hold a credential); a string that
+    is no URL (no ``://``) as given.
 
     >>> shown_url("s3://AKIA:secret@bucket/key.json?X-Amz-Signature=s")
     's3://***@bucket/key.json'
     """
-    scheme, sep, _rest = url.partition("://")
-    if not sep:
+    if "://" not in url:
         return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return f"{scheme}://{REDACTED}"
-    userinfo = f"{REDACTED}@" if "@" in parts.netloc else ""
-    return f"{scheme}://{userinfo}{parts.netloc.rpartition('@')[2]}{parts.path}"
+    redacted = _redact_one(url)
+    scheme, _, rest = redacted.partition("://")
+    return f"{scheme}://{re.split(r'[?#]', rest, maxsplit=1)[0]}"
+
+
+def _authority(url: str) -> tuple[str, str, str]:
+    """``(scheme, authority, rest)`` of ``scheme://authority/rest``, the
+    authority found after any number of slashes (``s3:///KEY@bucket`` is
+    read as ``s3://KEY@bucket``)."""
+    scheme, _, rest = url.partition("://")
+    authority, _, path = rest.lstrip("/").partition("/")
+    return scheme, authority, path
 
 
 def check_no_credentials(url: str) -> None:
     """Raise ValueError when ``url`` (``scheme://...``) holds user
-    information (a key, a secret), a query or a fragment (a pre-signed
-    URL's signature); its message shows the URL by :func:`shown_url`. A
-    string that is no URL passes."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    information (a key, a secret: an ``@`` in its authority, after however
+    many slashes, or after ``KEY:SEC/RET``), a query or a fragment (a pre-signed URL's signature); its
+    message shows the URL by :func:`shown_url`. A string that is no URL
+    passes."""
+    if "://" not in url:
         return
-    authority = rest.split("/", 1)[0]
-    if "@" in authority or "?" in rest or "#" in rest:
-        kind = "an s3:// URL" if scheme == "s3" else "a URL"
+    scheme, _, rest = url.partition("://")
+    if _after_userinfo(rest.lstrip("/"), scheme) is not None or "?" in rest or "#" in rest:
+        kind = "an s3:// URL" if scheme.lower() == "s3" else "a URL"
         raise ValueError(
             f"{kind} takes no credentials, query or fragment (credentials come from the environment, "
             f"as for boto3): {shown_url(url)}"
@@ -148,7 +213,8 @@ def check_no_credentials(url: str) -> None:
 def check_location(value: str, *, s3: bool = True) -> None:
     """Raise ValueError unless ``value`` is a local path or (with ``s3``) a
     well-formed ``s3://bucket/...`` URL without credentials
-    (:func:`check_no_credentials`). The message never repeats a credential."""
+    (:func:`check_no_credentials`, :func:`parse_s3_url`). The message never
+    repeats a credential (:func:`shown_url`)."""
     check_no_credentials(value)
     if "://" not in value:
         return
@@ -165,13 +231,19 @@ def is_s3_url(location: object) -> bool:
 
 def parse_s3_url(url: str) -> tuple[str, str]:
     """Split ``s3://bucket/prefix`` into ``(bucket, prefix)``; the prefix has no
-    leading or trailing ``/`` and may be empty. Raises ValueError otherwise.
+    leading or trailing ``/`` and may be empty. Raises ValueError (showing
+    the URL by :func:`shown_url`) for credentials (:func:`check_no_credentials`),
+    another scheme, no bucket, or a bucket that is not 1 to 255 letters,
+    digits, ``.``, ``-`` or ``_`` (what botocore accepts; the name is then
+    not shown: a ``:`` in it may be ``key:secret``).
     """
     check_no_credentials(url)
-    parts = urlsplit(url)
-    if parts.scheme != "s3" or not parts.netloc:
-        raise ValueError(f"not an s3://bucket/prefix URL: {shown_url(url)!r}")
-    return parts.netloc, parts.path.strip("/")
+    if not url.startswith("s3://") or url.startswith("s3:///"):
+        raise ValueError(f"not an s3://bucket/prefix URL: {shown_url(url)}")
+    _, bucket, prefix = _authority(url)
+    if not _BUCKET_NAME.fullmatch(bucket):
+        raise ValueError("not a valid S3 bucket name (1 to 255 letters, digits, '.', '-' or '_'): " + shown_url(url))
+    return bucket, prefix.strip("/")
 
 
 def split_object_url(url: str) -> tuple[str, str]:

@@ -183,13 +183,18 @@ def s3_error(  # noqa: PLR0911 - a table
     ``StorageError``, told alike for every role; one artifact's failure an
     ``ArtifactReadError``; an input missing or changed an
     :class:`InputError`; an output that cannot be written an
-    :class:`OutputError`.
+    :class:`OutputError`. A request botocore refuses to send
+    (ParamValidationError) is the caller's input, never the storage:
+    an :class:`InputError` (an input, a corpus), an :class:`OutputError`, or
+    for an artifact ``ArtifactUnreadable``.
     """
     kind = type(exc).__name__
     if isinstance(exc, botocore.exceptions.ClientError):
         error = exc.response.get("Error", {})
         code = str(error.get("Code", ""))
         return _client_error(code, str(error.get("Message", "")), role, where, path)
+    if isinstance(exc, botocore.exceptions.ParamValidationError):
+        return _invalid_request(role, where, path)
     if isinstance(exc, _NO_CREDENTIALS):
         return StorageError(
             f"{where}: no usable AWS credentials ({kind}) for {endpoint}; boto3 looks for them in the AWS_* "
@@ -217,6 +222,19 @@ def s3_error(  # noqa: PLR0911 - a table
     if role is Role.WRITING:
         return StorageError(f"{where}: cannot write ({kind})")
     return ArtifactUnreadable(path, f"read failed: {kind}")
+
+
+def _invalid_request(role: Role, where: str, path: str) -> EcebError:
+    """:func:`s3_error` for a request botocore refused to send
+    (ParamValidationError): what the caller gave is wrong, the storage is
+    not at fault. Its text is not repeated (it quotes the bucket name)."""
+    detail = "not a valid S3 request (ParamValidationError)"
+    if role is Role.ARTIFACT:
+        return ArtifactUnreadable(path, detail)
+    detail += ": check the bucket name and key"
+    if role is Role.WRITING:
+        return OutputError(f"{where}: {detail}")
+    return InputError([Problem(file=where, message=detail)])
 
 
 def _client_error(code: str, message: str, role: Role, where: str, path: str) -> EcebError:  # noqa: PLR0911 - a table

@@ -338,7 +338,8 @@ def test_tls_certificate_verification_stays_on(cluster: Cluster, tmp_path: Path)
     missing["ECEB_REDIS_CA_CERTS"] = str(tmp_path / "no-such-ca.pem")
     no_file = cluster.dist("status", unknown_job, env=missing)
     assert no_file.returncode == exit_codes.USAGE
-    assert f"ECEB_REDIS_CA_CERTS: no such file: {tmp_path / 'no-such-ca.pem'}" in no_file.stderr
+    assert "ECEB_REDIS_CA_CERTS: no such file\n" in no_file.stderr
+    assert "no-such-ca.pem" not in no_file.stderr
 
     cluster.assert_no_secret("the workers' logs", cluster.workers.logs())
 

@@ -1,4 +1,5 @@
-"""``eceb-dist`` given a broker or result backend that is not Redis: a usage
+"""``eceb-dist`` given a broker or result backend that is not Redis, or a Redis
+URL it cannot use (a query, a port or database that does not parse): a usage
 error naming the setting (exit 2), before any connection, never repeating
 the URL."""
 
@@ -55,3 +56,69 @@ def test_a_url_given_by_option_is_checked_too() -> None:
     assert result.returncode == exit_codes.USAGE, result.stderr
     assert "ECEB_RESULT_BACKEND is not a Redis URL" in result.stderr
     assert SECRET not in result.stdout + result.stderr
+
+
+S3_IN = ("s3://inputs/seed/benchmark.json", "s3://inputs/seed/run.json", "--corpus", "s3://inputs/seed/corpus")
+EVERY_COMMAND = (
+    ("status", "0" * 32),
+    ("wait", "0" * 32),
+    ("result", "0" * 32),
+    ("cancel", "0" * 32),
+    ("worker",),
+    ("submit", *S3_IN, "--out", "s3://reports/r.json"),
+    ("verify", "s3://inputs/seed/registry.jsonl", "--corpus", "s3://inputs/seed/corpus"),
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis://127.0.0.1:1/0?x=1", "the URL's query"),
+        ("redis://127.0.0.1:1/0?socket_timeout=abc", "the URL's query"),
+        (f"redis://127.0.0.1:1/0?password={SECRET}", "the URL's query"),
+        ("redis://127.0.0.1:1/0?credential_provider=os.system", "the URL's query"),
+        ("redis://127.0.0.1:1/0?ssl_ca_certs=/etc/ca.pem", "the URL's query"),
+        ("rediss://127.0.0.1:1/0?ssl_cert_reqs=required&db=3", "the URL's query"),
+        (f"redis://:pa?{SECRET}@127.0.0.1:1/0", "percent-encode a password"),
+        (f"redis://:pa#{SECRET}@127.0.0.1:1/0", "percent-encode a password"),
+        ("redis://127.0.0.1:1/0#x", "a fragment"),
+        (f"redis://user:{SECRET}/0", "the port"),
+        ("redis://127.0.0.1:99999/0", "the port"),
+        (f"redis://127.0.0.1:1/{SECRET}", "the database"),
+        (f"redis://[{SECRET}/0", "not a valid URL"),
+    ],
+)
+def test_a_redis_url_eceb_cannot_use_is_a_usage_error(url: str, said: str) -> None:
+    """Only the TLS parameters are taken in a query (docs/SETTINGS.md); a
+    port, database or query that does not parse is named, before anything
+    is read or connected to, and the URL is never repeated."""
+    _refused("ECEB_BROKER_URL", url, said, ("status", "0" * 32))
+
+
+@pytest.mark.parametrize("variable", ["ECEB_BROKER_URL", "ECEB_RESULT_BACKEND"])
+def test_every_command_checks_the_redis_urls_first(variable: str) -> None:
+    _refused(variable, f"redis://127.0.0.1:1/0?password={SECRET}", "the URL's query", *EVERY_COMMAND)
+
+
+def _refused(variable: str, url: str, said: str, *commands: tuple[str, ...]) -> None:
+    env = {"ECEB_BROKER_URL": "redis://127.0.0.1:1/0", variable: url, "AWS_EC2_METADATA_DISABLED": "true"}
+    for args in commands:
+        result = _dist(*args, **env)
+        assert result.returncode == exit_codes.USAGE, (args, result.stdout + result.stderr)
+        assert f"{variable}: " in result.stderr and said in result.stderr, (args, result.stderr)
+        assert SECRET not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "rediss://127.0.0.1:1/0?ssl_cert_reqs=required&ssl_check_hostname=true&ssl_ca_certs=/nonexistent.pem",
+        "redis://127.0.0.1:1/",
+        "redis://127.0.0.1:1",
+        "redis://[::1]:1/2",
+    ],
+)
+def test_redis_urls_eceb_can_use_get_as_far_as_connecting(url: str) -> None:
+    result = _dist("status", "0" * 32, "--broker-url", url)
+    assert result.returncode == exit_codes.STORAGE, result.stdout + result.stderr
+    assert "cannot reach the broker" in result.stderr

@@ -156,6 +156,4 @@ def test_a_checksum_mode_that_is_neither_fails_naming_the_variable() -> None:
     options = ("--source", "s3://any-bucket/corpus", "--endpoint-url", "http://127.0.0.1:9")
     done = CliRunner().invoke(main, ["corpus", "verify", registry, *options], env={"ECEB_S3_CHECKSUMS": "always"})
     assert done.exit_code == exit_codes.STORAGE, done.output
-    assert (
-        done.stderr == "error: storage: ECEB_S3_CHECKSUMS must be one of when_required, when_supported, got 'always'\n"
-    )
+    assert done.stderr == "error: storage: ECEB_S3_CHECKSUMS must be one of when_required, when_supported\n"

@@ -101,7 +101,7 @@ def test_a_missing_bucket_is_final_for_every_role_and_never_retried() -> None:
 def test_checksums_are_sent_only_when_required_unless_set() -> None:
     assert load_settings({}).s3_checksums == "when_required"
     assert read_setting("s3_checksums", {"ECEB_S3_CHECKSUMS": " When_Supported "}) == "when_supported"
-    with pytest.raises(ValueError, match=r"^ECEB_S3_CHECKSUMS must be one of when_required, when_supported, got 'x'$"):
+    with pytest.raises(ValueError, match=r"^ECEB_S3_CHECKSUMS must be one of when_required, when_supported$"):
         read_setting("s3_checksums", {"ECEB_S3_CHECKSUMS": "x"})
     for mode in ("when_required", "when_supported"):
         config = make_s3_client("http://127.0.0.1:9", checksums=mode).meta.config
