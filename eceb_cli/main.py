@@ -15,6 +15,7 @@ __all__ = ["main"]
 _COMMANDS = {
     "corpus": "eceb_cli.corpus:corpus",
     "evaluate": "eceb_cli.evaluate:evaluate",
+    "pair": "eceb_cli.pair:pair",
     "validate": "eceb_cli.evaluate:validate",
 }
 """Each subcommand and where it is defined (``module:attribute``)."""

@@ -1,0 +1,37 @@
+"""``eceb pair``: the paired task-context benchmark
+(task-context-benchmark-reference.md)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from eceb_cli.console import handle_errors
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.families.paired.schedule import plan as make_plan
+from eceb_worker.render.pairs import plan_lines
+
+__all__ = ["pair"]
+
+
+@click.group()
+def pair() -> None:
+    """The paired task-context benchmark: two context arms (A: a frozen
+    overview, B: a task cue) given to a coding-agent CLI on the same tasks."""
+
+
+@pair.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as canonical JSON (schema pair-plan-v0.1).")
+@handle_errors
+def plan(as_json: bool) -> None:
+    """Print the fixed counterbalanced schedule: the execution order, the
+    cumulative execution counts and the order imbalance, counted from the
+    seed's table. Runs nothing."""
+    schedule = make_plan()
+    if as_json:
+        sys.stdout.buffer.write(canonical_json(schedule) + b"\n")
+        sys.stdout.flush()
+        return
+    for line in plan_lines(schedule):
+        click.echo(line)
