@@ -1,0 +1,271 @@
+"""What a coding-agent CLI's captured event stream shows of one attempt
+(task-context-benchmark-reference.md, "Paired inputs and retained outputs":
+the captured provider JSONL; issue of the Codex adapter).
+
+The stream is Codex CLI's ``codex exec --json`` output, one JSON object a
+line, each with a ``type``:
+
+- ``thread.started`` (``thread_id``), once, first;
+- ``turn.started``, then ``item.started`` / ``item.updated`` /
+  ``item.completed`` (``item``: an ``agent_message`` with its ``text``, a
+  ``command_execution`` with its ``command``, ``aggregated_output``,
+  ``exit_code`` and ``status``, and other item types: reasoning, file
+  changes, tool calls, ...);
+- ``turn.completed`` (``usage``: ``input_tokens``, ``cached_input_tokens``,
+  ``output_tokens``, ``reasoning_output_tokens``), or ``turn.failed``
+  (``error.message``);
+- ``error`` (``message``): a failure of the stream itself.
+
+:func:`read_transport` reads the bytes as retained and never guesses: a line
+that is not a JSON object, an unknown event type or an event of an unexpected
+shape makes the transport ``malformed``; more than one turn makes it
+``incompatible`` (the comparison is of single-turn attempts); a stream that
+ends without closing its turn is ``partial``, and its usage, if any was seen,
+is never a total. The usage of ``turn.completed`` is the thread's running
+total: it is taken once, from the completed turn, never summed.
+
+Pure: bytes in, a :class:`Transport` out.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["Command", "Transport", "TransportStatus", "Usage", "read_transport"]
+
+
+class TransportStatus(enum.Enum):
+    """How the captured stream ended.
+
+    - ``completed``: one turn, closed by ``turn.completed`` with its usage.
+    - ``failed``: the turn failed (``turn.failed``) or the stream reported an ``error``.
+    - ``partial``: the stream ended with its turn still open (or none started).
+    - ``incompatible``: well-formed, but not a single-turn attempt.
+    - ``malformed``: a line that is not an event of a known type and shape.
+    """
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    PARTIAL = "partial"
+    INCOMPATIBLE = "incompatible"
+    MALFORMED = "malformed"
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token counts of a completed turn (the thread's running total).
+
+    Fields (tokens): ``input_tokens`` (context included), ``cached_input_tokens``
+    and ``reasoning_output_tokens`` (subsets of input and output),
+    ``output_tokens``; ``reasoning_output_tokens`` is ``None`` when the stream
+    does not report it.
+    """
+
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    reasoning_output_tokens: int | None = None
+
+
+class Command(msgspec.Struct, frozen=True, kw_only=True):
+    """A command the agent executed, as its completed item recorded it.
+
+    Fields: ``command`` (the command line as the provider ran it),
+    ``aggregated_output`` (its complete output), ``exit_code`` (``None`` when
+    not reported), ``status`` (the provider's word, e.g. ``"completed"``).
+    """
+
+    command: str
+    aggregated_output: str
+    exit_code: int | None
+    status: str
+
+
+class Transport(msgspec.Struct, frozen=True, kw_only=True):
+    """What the stream shows of one attempt.
+
+    Fields:
+        status: :class:`TransportStatus`.
+        problems: why the status is not ``completed``, each naming its line
+            (``"line 3: unknown event type 'x'"``); empty when completed.
+        thread_id: from ``thread.started``, or ``None``.
+        turns: turns started.
+        agent_messages: the text of each completed ``agent_message``, in order.
+        commands: each completed ``command_execution``, in order.
+        usage: the completed turn's usage; ``None`` unless ``completed``.
+        partial_usage: a usage seen in a stream that is not ``completed``
+            (e.g. with ``turn.failed``): kept as evidence, never a total.
+    """
+
+    status: TransportStatus
+    problems: tuple[str, ...]
+    thread_id: str | None
+    turns: int
+    agent_messages: tuple[str, ...]
+    commands: tuple[Command, ...]
+    usage: Usage | None
+    partial_usage: Usage | None
+
+    @property
+    def answer(self) -> str | None:
+        """The last agent message of a completed single turn, else ``None``."""
+        if self.status is not TransportStatus.COMPLETED or not self.agent_messages:
+            return None
+        return self.agent_messages[-1]
+
+
+_ITEM_EVENTS: Final = frozenset({"item.started", "item.updated", "item.completed"})
+_KNOWN: Final = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed", "error", *_ITEM_EVENTS})
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _usage(value: Any) -> Usage | None:
+    """The usage object of an event, or ``None`` when it is not one."""
+    if not isinstance(value, dict):
+        return None
+    required = ("input_tokens", "cached_input_tokens", "output_tokens")
+    if not all(_is_count(value.get(name)) for name in required):
+        return None
+    reasoning = value.get("reasoning_output_tokens")
+    if reasoning is not None and not _is_count(reasoning):
+        return None
+    return Usage(
+        input_tokens=value["input_tokens"],
+        cached_input_tokens=value["cached_input_tokens"],
+        output_tokens=value["output_tokens"],
+        reasoning_output_tokens=reasoning,
+    )
+
+
+def _command(item: dict[str, Any]) -> Command | None:
+    command, output, code, status = (item.get(k) for k in ("command", "aggregated_output", "exit_code", "status"))
+    if not (isinstance(command, str) and isinstance(output, str) and isinstance(status, str)):
+        return None
+    if code is not None and type(code) is not int:
+        return None
+    return Command(command=command, aggregated_output=output, exit_code=code, status=status)
+
+
+class _Reading:
+    """The state of one pass over the stream's lines."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.malformed = False
+        self.failed = False
+        self.thread_id: str | None = None
+        self.turns = 0
+        self.open_turn = False
+        self.closed = False
+        self.messages: list[str] = []
+        self.commands: list[Command] = []
+        self.usage: Usage | None = None
+
+    def bad(self, line: int, message: str) -> None:
+        self.malformed = True
+        self.problems.append(f"line {line}: {message}")
+
+    def event(self, line: int, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if not isinstance(kind, str) or kind not in _KNOWN:
+            self.bad(line, f"unknown event type {kind!r}")
+            return
+        if kind == "thread.started":
+            if self.thread_id is not None or not isinstance(event.get("thread_id"), str):
+                self.bad(line, "thread.started repeated or without a thread_id")
+            else:
+                self.thread_id = event["thread_id"]
+        elif kind == "turn.started":
+            self.turns += 1
+            self.open_turn = True
+        elif kind in _ITEM_EVENTS:
+            self.item(line, kind, event.get("item"))
+        elif kind == "turn.completed":
+            usage = _usage(event.get("usage"))
+            if not self.open_turn or usage is None:
+                self.bad(line, "turn.completed without an open turn or without a usage of token counts")
+                return
+            self.open_turn, self.closed, self.usage = False, True, usage
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            self.failed, self.open_turn = True, False
+            self.problems.append(f"line {line}: the turn failed: {message if isinstance(message, str) else '?'}")
+            if "usage" in event:
+                self.usage = _usage(event["usage"])
+        else:  # error
+            message = event.get("message")
+            self.failed = True
+            self.problems.append(f"line {line}: error: {message if isinstance(message, str) else '?'}")
+
+    def item(self, line: int, kind: str, item: Any) -> None:
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            self.bad(line, f"{kind} without an item of a type")
+            return
+        if not self.open_turn:
+            self.bad(line, f"{kind} outside a turn")
+            return
+        if kind != "item.completed":
+            return
+        if item["type"] == "agent_message":
+            if not isinstance(item.get("text"), str):
+                self.bad(line, "agent_message without its text")
+                return
+            self.messages.append(item["text"])
+        elif item["type"] == "command_execution":
+            command = _command(item)
+            if command is None:
+                self.bad(line, "command_execution without command, aggregated_output, status or an integer exit_code")
+                return
+            self.commands.append(command)
+
+    def status(self) -> TransportStatus:
+        if self.malformed:
+            return TransportStatus.MALFORMED
+        if self.turns > 1:
+            self.problems.append(f"{self.turns} turns: an attempt is one turn")
+            return TransportStatus.INCOMPATIBLE
+        if self.failed:
+            return TransportStatus.FAILED
+        if not self.closed:
+            self.problems.append("the stream ended before its turn completed")
+            return TransportStatus.PARTIAL
+        return TransportStatus.COMPLETED
+
+
+def read_transport(data: bytes) -> Transport:
+    """What ``data`` (a provider's captured JSONL stdout, as retained) shows
+    of its attempt; see the module for the rules. Never raises on any bytes:
+    what cannot be read is a ``malformed`` transport naming its lines. A last
+    line without its newline is read like the others (a truncated line does
+    not parse)."""
+    reading = _Reading()
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            event = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            reading.bad(number, "not a JSON value")
+            continue
+        if not isinstance(event, dict):
+            reading.bad(number, "not a JSON object")
+            continue
+        reading.event(number, event)
+    status = reading.status()
+    completed = status is TransportStatus.COMPLETED
+    return Transport(
+        status=status,
+        problems=() if completed else tuple(reading.problems),
+        thread_id=reading.thread_id,
+        turns=reading.turns,
+        agent_messages=tuple(reading.messages),
+        commands=tuple(reading.commands),
+        usage=reading.usage if completed else None,
+        partial_usage=None if completed else reading.usage,
+    )
