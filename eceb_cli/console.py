@@ -15,7 +15,7 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_worker.core.urls import check_no_credentials
-from eceb_worker.errors import InputError, OutputError, StorageError, VerificationError
+from eceb_worker.errors import ExecutionRefused, InputError, OutputError, StorageError, VerificationError
 from eceb_worker.settings import read_setting
 
 __all__ = ["default_workers", "endpoint", "handle_errors", "progress", "report_input_error"]
@@ -49,6 +49,9 @@ def handle_errors(command: F) -> F:
             sys.exit(exit_codes.for_error(exc))
         except OutputError as exc:
             click.echo(f"error: output: {exc}", err=True)
+            sys.exit(exit_codes.for_error(exc))
+        except ExecutionRefused as exc:
+            click.echo(f"error: refused: {exc}", err=True)
             sys.exit(exit_codes.for_error(exc))
         except KeyboardInterrupt:
             click.echo("interrupted; nothing was written", err=True)

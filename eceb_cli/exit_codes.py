@@ -17,6 +17,8 @@ code    meaning
         of the inputs (checked before the work starts)
 7       no such job (``eceb-dist``: unknown or expired job id)
 8       the job was cancelled (``eceb-dist wait`` / ``result``)
+9       a paid execution refused (``eceb pair``): not authorized, count used
+        up, spending stopped, approval missing, or already started
 70      internal error (a bug: please report it)
 75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
         ``eceb-dist result`` asked too early); try again later
@@ -38,6 +40,7 @@ __all__ = [
     "BAD_INPUT",
     "INTERNAL",
     "INTERRUPTED",
+    "EXECUTION_REFUSED",
     "JOB_CANCELLED",
     "JOB_NOT_FINISHED",
     "NO_SUCH_JOB",
@@ -61,6 +64,7 @@ STORAGE: Final = 5
 OUTPUT: Final = 6
 NO_SUCH_JOB: Final = 7
 JOB_CANCELLED: Final = 8
+EXECUTION_REFUSED: Final = 9
 JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 INTERRUPTED: Final = 130
@@ -71,6 +75,7 @@ _BY_KIND: Final = {
     ErrorKind.VERIFICATION: VERIFICATION_FAILED,
     ErrorKind.STORAGE: STORAGE,
     ErrorKind.OUTPUT: OUTPUT,
+    ErrorKind.REFUSED: EXECUTION_REFUSED,
     ErrorKind.INTERNAL: INTERNAL,
 }
 

@@ -46,7 +46,8 @@ def main() -> None:
 
     Exit codes: 0 success, 1 failing tasks, 2 usage error, 3 bad input,
     4 corpus verification failed, 5 storage unavailable, 6 output cannot be
-    written, 70 internal error, 130 interrupted, 143 terminated.
+    written, 9 paid execution refused, 70 internal error, 130 interrupted,
+    143 terminated.
     """
     signal.signal(signal.SIGTERM, _terminate)
 

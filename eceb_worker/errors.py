@@ -6,6 +6,9 @@ Hierarchy::
     ├── InputError               bad input; carries every Problem found in it
     ├── VerificationError        the corpus does not match its registry (ECEB-0.1 §5)
     ├── OutputError              an output file cannot be written (nothing was)
+    ├── ExecutionRefused         a paid execution may not start: not authorized, its
+    │                            count used up, spending stopped, awaiting approval,
+    │                            or already started (nothing runs twice)
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
         ├── ShardFailedError     a shard of a distributed job did not complete
@@ -40,6 +43,7 @@ __all__ = [
     "ArtifactUnreadable",
     "EcebError",
     "ErrorKind",
+    "ExecutionRefused",
     "InputError",
     "NoSuchBucketError",
     "OutputError",
@@ -113,6 +117,11 @@ class OutputError(EcebError):
     partial file is left under its name."""
 
 
+class ExecutionRefused(EcebError):
+    """A paid execution of the paired benchmark may not start (its ledger,
+    :mod:`eceb_worker.io.ledger`, says why): nothing was spawned."""
+
+
 class StorageError(EcebError):
     """A storage backend failed as a whole; no artifact was judged by it."""
 
@@ -164,6 +173,7 @@ class ErrorKind(enum.Enum):
     VERIFICATION = "verification"
     STORAGE = "storage"
     OUTPUT = "output"
+    REFUSED = "refused"
     INTERNAL = "internal"
 
     @classmethod
@@ -179,5 +189,6 @@ _ERROR_TYPES: Final[tuple[tuple[ErrorKind, type[EcebError]], ...]] = (
     (ErrorKind.INPUT, InputError),
     (ErrorKind.VERIFICATION, VerificationError),
     (ErrorKind.OUTPUT, OutputError),
+    (ErrorKind.REFUSED, ExecutionRefused),
     (ErrorKind.STORAGE, StorageError),
 )
