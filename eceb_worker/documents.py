@@ -8,6 +8,7 @@ Struct with ``python -m eceb_worker.documents schema`` (a test fails on drift).
 
 from __future__ import annotations
 
+import mmap
 import re
 import sys
 from pathlib import Path
@@ -71,7 +72,7 @@ HEAD_BYTES: Final = 64 * 1024
 """How much of the start of a file :func:`named_document` reads when it cannot read the file whole."""
 
 
-def named_document(data: bytes) -> Document | None:
+def named_document(data: bytes | mmap.mmap) -> Document | None:
     """The kind of file ``data`` (a whole file, or its first bytes) names in
     its ``schema`` field: of the whole JSON document, of its first line (a
     registry), or else the first ``"schema": "..."`` or TOML ``schema =

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from eceb_worker.core.lenient import copy_object, decode_lenient, value_defects
+from eceb_worker.core.lenient import ITEM_DEPTH, copy_object, decode_lenient, value_defects
 from eceb_worker.core.repeats import repeats_no_key
 from eceb_worker.core.schemas import json_schema
 from eceb_worker.errors import InputError, Problem
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "decode_document",
-    "decode_lenient",
     "item_problems",
     "json_path",
     "problems_of_value",
@@ -40,8 +39,6 @@ T = TypeVar("T", bound=msgspec.Struct)
 _QUOTED: Final = re.compile(r"'([^']*)'")
 _INDEXED: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\[\d+\])(?:\.(.*))?$")
 _NESTED_TOO_DEEPLY: Final = "nested too deeply"
-_ITEM_DEPTH: Final = 3
-"""How deep an item of a document's top-level array sits: document, array, item."""
 
 
 @functools.cache
@@ -167,13 +164,13 @@ def item_problems(
     ``record`` (an item of a top-level array: nested 3 levels deep). Never
     empty: an item the schema accepts but the decoder refused is reported
     with the decoder's words."""
-    value, error = decode_lenient(raw, depth=_ITEM_DEPTH)
+    value, error = decode_lenient(raw, depth=ITEM_DEPTH)
     if error:
         return [Problem(file=file, record=record, message=error)]
     validator = _validator(document, item_type)
     found = [
         Problem(file=file, record=record, field=path, message=m)
-        for path, m in problems_of_value(value, validator, utf8=_is_utf8(raw), depth=_ITEM_DEPTH)
+        for path, m in problems_of_value(value, validator, utf8=_is_utf8(raw), depth=ITEM_DEPTH)
     ]
     if not found:
         try:
@@ -222,13 +219,13 @@ def decode_document(
             value[field] = []
             validator = _validator(struct, item_type)
             for index, item in enumerate(items):
-                defects, _ = value_defects(item, utf8=utf8, depth=_ITEM_DEPTH)
+                defects, _ = value_defects(item, utf8=utf8, depth=ITEM_DEPTH)
                 try:
                     if defects:
                         raise msgspec.ValidationError
                     msgspec.convert(item, item_type)
                 except (msgspec.ValidationError, RecursionError):
-                    for path, message in problems_of_value(item, validator, utf8=utf8, depth=_ITEM_DEPTH):
+                    for path, message in problems_of_value(item, validator, utf8=utf8, depth=ITEM_DEPTH):
                         in_items.append(Problem(file=file, record=f"{field}[{index}]", field=path, message=message))
     for path, message in problems_of_value(value, _validator(struct), utf8=utf8):
         record, field = split_location(path)

@@ -16,11 +16,13 @@ import re
 import secrets
 from typing import Any, Final
 
-__all__ = ["MAX_DEPTH", "Path", "copy_object", "decode_lenient", "shorten", "value_defects"]
+__all__ = ["ITEM_DEPTH", "MAX_DEPTH", "Path", "copy_object", "decode_lenient", "shorten", "value_defects"]
 
 MAX_DEPTH: Final = 64
 """The deepest nesting of arrays and objects a document may have (the
 documents' schemas need fewer than 10 levels)."""
+ITEM_DEPTH: Final = 3
+"""The ``depth`` of an item of a document's top-level array: document, array, item."""
 
 Path = tuple[str | int, ...]
 """A JSON path: object keys and array indices."""

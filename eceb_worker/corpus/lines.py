@@ -26,8 +26,9 @@ from typing import Final, NamedTuple, overload
 
 import msgspec
 
-from eceb_worker.core.decoding import decode_lenient, record_problems
+from eceb_worker.core.decoding import record_problems
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.lenient import decode_lenient
 from eceb_worker.core.paths import PORTABLE_PATH, path_problems
 from eceb_worker.core.repeats import required_strings
 from eceb_worker.corpus.artifacts import Artifact, RegistryHeader

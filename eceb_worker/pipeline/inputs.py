@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from eceb_worker.core.decoding import decode_document, decode_lenient
+from eceb_worker.core.decoding import decode_document
+from eceb_worker.core.lenient import decode_lenient
 from eceb_worker.core.paths import path_problems
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.lines import registry_artifacts

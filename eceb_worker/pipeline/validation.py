@@ -18,7 +18,14 @@ from eceb_worker.families.eceb.consistency import run_header_problems
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.files import map_input, read_input
-from eceb_worker.pipeline.inputs import check_benchmark, check_inputs, check_run_records, load_registry, load_run
+from eceb_worker.pipeline.inputs import (
+    check_benchmark,
+    check_inputs,
+    check_run_records,
+    load_registry,
+    load_rules,
+    load_run,
+)
 
 __all__ = ["kind_of", "validate_file"]
 
@@ -30,10 +37,11 @@ def kind_of(path: Path) -> str:
     is empty, it does not parse (``invalid JSON at byte N``, or the TOML
     reader's words for a ``.toml`` file), or its ``schema`` field names no
     kind eceb knows."""
-    data = bytes(map_input(path))
-    found = named_document(data)
+    mapped = map_input(path)
+    found = named_document(mapped)  # the file as mapped: a large one is not copied
     if found is not None:
         return found.kind
+    data = bytes(mapped)
     known = ", ".join(document.schema_id for document in FILES)
     if not data.strip():
         message = f"is empty: eceb reads files whose schema is one of {known}"
@@ -84,9 +92,7 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> str:
     elif kind == "verification":
         decode_document(read_input(path), VERIFICATION.struct, file=str(path))
     elif kind == "rules":
-        from eceb_worker.corpus.rules import parse_rules
-
-        parse_rules(read_input(path), str(path))
+        load_rules(read_input(path), str(path))
     else:  # pragma: no cover - kind_of names only the kinds above
         raise ValueError(f"no kind {kind!r}")
     return f"{path}: valid {kind}"

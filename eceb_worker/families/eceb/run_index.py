@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import msgspec
 
 from eceb_worker.core.decoding import decode_document, item_problems, json_path, split_location
-from eceb_worker.core.lenient import decode_lenient, value_defects
+from eceb_worker.core.lenient import ITEM_DEPTH, decode_lenient, value_defects
 from eceb_worker.core.repeats import StringLayout, string_layout, unrepeated
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run, RunEnvelope, RunHeader
@@ -191,8 +191,8 @@ def _decode_items(
         layout = string_layout(item_type)
         if layout is None or strings is None or not unrepeated(joined, layout, batch, strings):
             for index, raw in items:
-                value, _ = decode_lenient(bytes(raw), depth=3)
-                if value_defects(value)[0]:
+                value, _ = decode_lenient(bytes(raw), depth=ITEM_DEPTH)
+                if value_defects(value, depth=ITEM_DEPTH)[0]:
                     problems.extend(
                         RecordProblem(array=array, index=index, problem=problem)
                         for problem in item_problems(bytes(raw), item_type, Run, file=file, record=f"{array}[{index}]")
