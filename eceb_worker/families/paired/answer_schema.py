@@ -33,24 +33,19 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
 
 
 def _object_problems(schema: dict[str, Any], file: str, where: str) -> list[Problem]:
-    problems = []
+    record = where or "/"
+    messages: list[tuple[str, str]] = []
     if schema.get("additionalProperties") is not False:
-        problems.append(Problem(file=file, record=where or "/", field="additionalProperties", message="must be false"))
+        messages.append(("additionalProperties", "must be false"))
     properties = schema.get("properties", {})
     names = set(properties) if isinstance(properties, dict) else set()
     required = schema.get("required", [])
-    listed = [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
-    missing = sorted(names - set(listed))
-    extra = sorted(set(listed) - names)
-    if missing:
-        problems.append(
-            Problem(file=file, record=where or "/", field="required", message=f"must list {', '.join(missing)}")
-        )
-    if extra:
-        problems.append(
-            Problem(file=file, record=where or "/", field="required", message=f"names no property {', '.join(extra)}")
-        )
-    return problems
+    listed = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+    if missing := sorted(names - listed):
+        messages.append(("required", f"must list {', '.join(missing)}"))
+    if extra := sorted(listed - names):
+        messages.append(("required", f"names no property {', '.join(extra)}"))
+    return [Problem(file=file, record=record, field=field, message=message) for field, message in messages]
 
 
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "required"})
