@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from eceb_worker.core.urls import check_no_credentials
+from eceb_worker.core.urls import check_no_credentials, is_s3_url
 from eceb_worker.errors import OutputError
 from eceb_worker.io.files import atomic_write, check_not_an_input, check_writable, path_inside
 
@@ -48,14 +48,14 @@ class Output:
         if self.path is None:
             return
         check_writable(self.path)
-        check_not_an_input(self.path, [Path(given) for given in inputs if not str(given).startswith("s3://")])
+        check_not_an_input(self.path, [Path(given) for given in inputs if not is_s3_url(given)])
 
     def check_outside(self, directory: str, registered: Callable[[str], bool] | None = None) -> None:
         """Raise :class:`OutputError` when the output lies inside the local
         corpus ``directory``: anywhere in it (``registered`` None: the
         corpus being registered), or at a path ``registered`` accepts (a
         registered artifact). ``s3://`` corpora are skipped."""
-        if self.path is None or directory.startswith("s3://"):
+        if self.path is None or is_s3_url(directory):
             return
         relative = path_inside(self.path, Path(directory))
         if relative is None:

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from eceb_cli.console import handle_errors
+from eceb_cli.outputs import Output
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
 from eceb_worker.render.pairs import plan_lines
@@ -30,8 +29,7 @@ def plan(as_json: bool) -> None:
     seed's table. Runs nothing."""
     schedule = make_plan()
     if as_json:
-        sys.stdout.buffer.write(canonical_json(schedule) + b"\n")
-        sys.stdout.flush()
+        Output(None).write([canonical_json(schedule), b"\n"])
         return
     for line in plan_lines(schedule):
         click.echo(line)
