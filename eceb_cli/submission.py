@@ -22,13 +22,13 @@ def corpus_argument(value: str) -> str:
     """``--corpus`` checked: an ``s3://bucket/prefix`` URL names no credential
     (it is stored in the job's state and shown by ``status``); a directory is
     an absolute path (workers resolve it, not the submitter)."""
-    from eceb_worker.core.urls import check_location
+    from eceb_worker.core.urls import check_location, is_s3_url
 
     try:
         check_location(value)
     except ValueError as exc:  # the message shows the URL without its credentials
         raise click.UsageError(f"--corpus: {exc}") from None
-    if not value.startswith("s3://") and not os.path.isabs(value):
+    if not is_s3_url(value) and not os.path.isabs(value):
         raise click.UsageError(
             f"--corpus: {value!r} is a relative path; give the directory as an absolute path every worker sees "
             "(or an s3://bucket/prefix URL)"
@@ -39,13 +39,13 @@ def corpus_argument(value: str) -> str:
 def object_argument(value: str, what: str, *, local: bool = False) -> str:
     """An input or output given as ``s3://bucket/key`` (or, with ``local``, an
     absolute path every worker sees), checked."""
-    from eceb_worker.core.urls import check_location, split_object_url
+    from eceb_worker.core.urls import check_location, is_s3_url, split_object_url
 
     try:
         check_location(value, s3=True)
     except ValueError as exc:  # the message shows the URL without its credentials
         raise click.UsageError(f"{what}: {exc}") from None
-    if local and not value.startswith("s3://"):
+    if local and not is_s3_url(value):
         if not os.path.isabs(value):
             raise click.UsageError(
                 f"{what}: {value!r} is a relative path; give an absolute path every worker sees "
@@ -66,12 +66,13 @@ def check_submission(message: JobMessage) -> None:
     role takes (the first bytes of each are read: a benchmark given as the
     run is named so, once), and the report can be written under ``--out``
     (:class:`~eceb_worker.errors.OutputError`)."""
+    from eceb_worker.core.urls import is_s3_url
     from eceb_worker.documents import HEAD_BYTES, wrong_kind
     from eceb_worker.io.objects import ObjectStore
 
     inputs = message.inputs
     roles = {inputs.benchmark: "benchmark", inputs.run: "run", inputs.registry: "registry"}
-    urls = [url for url in (inputs.benchmark, inputs.run, inputs.registry) if url.startswith("s3://")]
+    urls = [url for url in (inputs.benchmark, inputs.run, inputs.registry) if is_s3_url(url)]
     if not urls and not message.out:
         return
     store = ObjectStore(inputs.endpoint_url)
