@@ -47,8 +47,8 @@ class Output:
         local ``inputs`` (``s3://`` ones are skipped)."""
         if self.path is None:
             return
-        check_writable(self.path)
         check_not_an_input(self.path, [Path(given) for given in inputs if not is_s3_url(given)])
+        check_writable(self.path)
 
     def check_outside(self, directory: str, registered: Callable[[str], bool] | None = None) -> None:
         """Raise :class:`OutputError` when the output lies inside the local

@@ -86,12 +86,30 @@ def _umask() -> int:
     return current
 
 
+def _check_replaceable(path: Path) -> None:
+    """Raise :class:`OutputError` when something other than a regular file
+    is at ``path``, a symbolic link followed (a device, a FIFO, a socket): an
+    output is renamed into place and would replace it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there: the checks of its directory say the rest
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"{path}: is a directory")
+    if not stat.S_ISREG(mode):
+        raise OutputError(
+            f"{path}: is not a regular file (a device, FIFO or socket is never replaced; -o - writes standard output)"
+        )
+
+
 def check_writable(path: Path) -> None:
     """Raise :class:`OutputError` unless a file can be created at ``path``
     (checked before long work, so that it is not wasted): its directory
-    exists (none is created), is writable, and ``path`` is not a directory."""
-    if path.is_dir():
-        raise OutputError(f"{path}: is a directory")
+    exists (none is created), is writable, and nothing but a regular file
+    is at ``path`` (:func:`atomic_write` would replace it)."""
+    _check_replaceable(path)
     directory = path.parent
     if not directory.exists():
         raise OutputError(f"{path}: directory {directory} does not exist (it is not created)")
@@ -135,10 +153,15 @@ def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` so that readers see the old file or the
     complete new one, never a part: a temporary file in the same directory,
     flushed to disk, then renamed over ``path``. On any failure the temporary
-    file is removed and ``path`` is untouched. Its directory must exist.
+    file is removed and ``path`` is untouched. Its directory must exist, and
+    ``path`` must be absent or a regular file (never a device or FIFO); a
+    symbolic link is followed, and stays.
     """
     import tempfile  # here, not at the top: commands that write nothing start faster
 
+    _check_replaceable(path)
+    if path.is_symlink():
+        path = path.resolve()  # the file the link names is replaced, never the link
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     except OSError as exc:

@@ -127,3 +127,23 @@ def test_urls_are_refused_as_outputs(seed: Path, monkeypatch: pytest.MonkeyPatch
     result = invoke(dist_main, "result", "0" * 32, "-o", "s3://bucket/x.json")
     assert result.exit_code == exit_codes.USAGE, result.output
     assert not (seed / "s3:").exists()
+
+
+def test_an_output_never_replaces_a_fifo_and_follows_a_link(seed: Path, tmp_path: Path) -> None:
+    """An output is renamed into place: what is at its path must be a regular
+    file or nothing. A FIFO stays and is refused (a device is refused by the
+    same test of the file's type; none is used here, as a failing run would
+    replace it); a symbolic link stays and the file it names is written."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = ("evaluate", str(seed / "benchmark.json"), str(seed / "run.json"), "--corpus", str(seed / "corpus"), "-o")
+    code, _, err = run(*args, str(fifo))
+    assert code == exit_codes.OUTPUT, err
+    assert "is not a regular file" in err
+    assert fifo.is_fifo()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    code, _, err = run(*args, str(link))
+    assert code == exit_codes.TASKS_FAILED, err
+    assert link.is_symlink()
+    assert b'"passing_tasks":7' in (tmp_path / "elsewhere.json").read_bytes()
