@@ -1,0 +1,110 @@
+"""The target repository of a paired experiment, read through the real
+``git`` executable (task-context-benchmark-reference.md, "Paid experiment
+preflight conditions": reviewed revision, HEAD and fingerprints, source
+pins; and the check that an attempt leaves the repository unchanged).
+
+Every function runs ``git -C REPO ...`` with a fixed environment (no
+pager, no prompts, no user or system configuration that could change the
+output) and raises :class:`~eceb_worker.errors.InputError` naming the
+repository when git is missing or the directory is not a work tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.core.digests import digest_bytes
+from eceb_worker.errors import InputError, Problem
+
+__all__ = ["GitState", "git_state", "object_at", "show_file", "tree_fingerprint"]
+
+_ENV: Final = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C",
+}
+
+
+def _git(repository: Path, args: Sequence[str]) -> bytes:
+    """``git -C repository args...``'s standard output; InputError on failure."""
+    env = {**os.environ, **_ENV}
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repository), *args], capture_output=True, env=env, check=False, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        raise InputError([Problem(file=str(repository), message="git is not installed (Debian package git)")]) from None
+    except OSError as exc:
+        raise InputError([Problem(file=str(repository), message=f"cannot run git: {exc.strerror or exc}")]) from None
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        message = detail[-1] if detail else f"git {' '.join(args)} exited with {done.returncode}"
+        raise InputError([Problem(file=str(repository), message=f"not a usable git work tree: {message}")])
+    return done.stdout
+
+
+class GitState:
+    """The state of a work tree: ``head`` (commit id), ``tree`` (its tree
+    id), ``status`` (the raw ``git status --porcelain=v1 -z
+    --untracked-files=all --ignored`` bytes), ``clean`` (that status is
+    empty) and ``fingerprint`` (BLAKE3 of the canonical JSON of the three)."""
+
+    def __init__(self, head: str, tree: str, status: bytes) -> None:
+        self.head = head
+        self.tree = tree
+        self.status = status
+        self.clean = status == b""
+        self.fingerprint = tree_fingerprint(head, tree, status)
+
+
+def tree_fingerprint(head: str, tree: str, status: bytes) -> str:
+    """BLAKE3 (64 hex) of ``{"head", "tree", "status"}`` as canonical JSON,
+    ``status`` decoded as UTF-8 with invalid bytes replaced (paths are
+    compared as git prints them). Pure."""
+    text = status.decode("utf-8", "surrogateescape").encode("utf-8", "backslashreplace").decode()
+    return digest_bytes(canonical_json({"head": head, "tree": tree, "status": text}))
+
+
+def git_state(repository: Path) -> GitState:
+    """The current :class:`GitState` of ``repository`` (a work tree with at
+    least one commit). Untracked and ignored files count as changes: an
+    attempt that writes a build product into the tree has mutated it."""
+    head = _git(repository, ["rev-parse", "--verify", "HEAD^{commit}"]).decode().strip()
+    tree = _git(repository, ["rev-parse", "--verify", "HEAD^{tree}"]).decode().strip()
+    status = _git(repository, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored"])
+    return GitState(head, tree, status)
+
+
+def object_at(repository: Path, revision: str, path: str) -> tuple[str, str] | None:
+    """The git object id and type (``"blob"``/``"tree"``) of ``path`` at
+    ``revision``, or ``None`` when ``path`` is not in that commit."""
+    if path in (".", ""):
+        line = _git(repository, ["rev-parse", f"{revision}^{{tree}}"]).decode().strip()
+        return line, "tree"
+    out = _git(repository, ["ls-tree", "-z", "--full-tree", revision, "--", path])
+    for entry in out.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        if name.decode("utf-8", "surrogateescape") == path.rstrip("/"):
+            _mode, kind, object_id = meta.decode().split(" ")
+            if kind in ("blob", "tree"):
+                return object_id, kind
+    return None
+
+
+def show_file(repository: Path, revision: str, path: str) -> bytes | None:
+    """The bytes of file ``path`` at ``revision``, or ``None`` when it is not a file there."""
+    found = object_at(repository, revision, path)
+    if found is None or found[1] != "blob":
+        return None
+    return _git(repository, ["cat-file", "blob", found[0]])
