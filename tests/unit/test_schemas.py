@@ -67,16 +67,35 @@ def test_example_rules_validate(rules: Path) -> None:
     validator("rules-v0.1.json").validate(tomllib.loads(rules.read_text(encoding="utf-8")))
 
 
+def _documents_of_examples() -> list[tuple[Path, str]]:
+    """Every JSON file under examples/ whose ``schema`` field names a published document, with its schema file."""
+    schema_files = {document.schema_id: document.schema_file for document in DOCUMENTS}
+    found = []
+    for path in sorted(REPO.glob("examples/**/*.json")):
+        value = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(value, dict) and value.get("schema") in schema_files:
+            found.append((path, schema_files[value["schema"]]))
+    return found
+
+
 @pytest.mark.parametrize(
     ("example", "schema_file"),
-    [
-        (path, f"{path.stem}-v0.1.json")
-        for path in sorted([*REPO.glob("examples/*/benchmark.json"), *REPO.glob("examples/*/run.json")])
-    ],
-    ids=lambda value: value if isinstance(value, str) else f"{value.parent.name}/{value.name}",
+    _documents_of_examples(),
+    ids=lambda value: value if isinstance(value, str) else str(value.relative_to(REPO / "examples")),
 )
-def test_example_benchmarks_and_runs_validate(example: Path, schema_file: str) -> None:
+def test_example_documents_validate(example: Path, schema_file: str) -> None:
     validator(schema_file).validate(json.loads(example.read_text(encoding="utf-8")))
+
+
+def test_paired_example_documents_are_all_checked() -> None:
+    checked = {schema for _, schema in _documents_of_examples()}
+    assert {
+        "pair-benchmark-v0.1.json",
+        "pair-declaration-v0.1.json",
+        "pair-explanation-v0.1.json",
+        "pair-discovery-v0.1.json",
+        "pair-verification-v0.1.json",
+    } <= checked
 
 
 def test_every_published_document_schema_has_an_example() -> None:
