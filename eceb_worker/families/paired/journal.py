@@ -154,7 +154,8 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """``attempt.json``, written last by atomic rename (``schema``: :data:`ATTEMPT_SCHEMA`).
 
     Fields:
-        attempt_id, status (:class:`AttemptStatus`), transport (the stream's
+        attempt_id; synthetic (copied from the manifest: its usage verifies
+        software handling only), status (:class:`AttemptStatus`), transport (the stream's
         :class:`~eceb_worker.families.paired.transport.TransportStatus`),
         problems (why not completed, each naming its evidence).
         exit_code: the provider's exit code, or ``None`` when it was killed by a signal.
@@ -169,6 +170,7 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
     schema: Literal["symgliph.eceb/pair-attempt-v0.1"]
     attempt_id: str
+    synthetic: bool
     status: AttemptStatus
     transport: TransportStatus | None
     problems: tuple[str, ...]
