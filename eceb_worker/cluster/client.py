@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
 
 from eceb_worker.cluster.app import make_app
 from eceb_worker.cluster.backend import policy_of
@@ -67,10 +70,17 @@ class Cluster:
                 )
         except UNREACHABLE as exc:
             raise StorageError(f"cannot reach the broker {self.broker}: {self.scrub(exc)}") from None
+        backend = self.app.backend
+        # One attempt, without the outage retry of the backend's own client: a
+        # backend that cannot be reached (or refuses the URL's database) when a
+        # command starts fails at once, as the broker does.
+        client = backend._create_client(**{**backend.connparams, "retry": Retry(NoBackoff(), 0)})
         try:
-            self.app.backend.client.ping()
-        except UNREACHABLE as exc:
+            client.ping()
+        except (*UNREACHABLE, RedisError) as exc:
             raise StorageError(f"cannot reach the result backend {self.backend}: {self.scrub(exc)}") from None
+        finally:
+            client.close()
 
     def submit(self, message: JobMessage, **fields: str | int) -> None:
         """Record a new job (phase ``queued`` and ``fields``) and queue its first step."""

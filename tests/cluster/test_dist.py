@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,6 +215,22 @@ def test_unknown_job_and_local_inputs_are_refused(redis_server: RedisServer, s3_
     )
     assert local.returncode == exit_codes.USAGE
     assert "must be an s3://bucket/key URL" in local.stderr
+
+
+def test_a_result_backend_refused_or_unreachable_at_start_fails_at_once(
+    redis_server: RedisServer, s3_server: S3Server
+) -> None:
+    """A database number the server refuses, or no server at all, is storage
+    unavailable (exit 5) for every command, at once: the outage retry is for
+    a connection lost while a command runs."""
+    for backend in (redis_server.url(99999), "redis://127.0.0.1:1/0"):
+        for args in (("status", "0" * 32), ("wait", "0" * 32), ("cancel", "0" * 32), ("result", "0" * 32, "-o", "-")):
+            started = time.monotonic()
+            done = dist(redis_server, s3_server, *args, "--result-backend", backend)
+            assert done.returncode == exit_codes.STORAGE, (args, done.stderr)
+            assert "cannot reach the result backend redis://" in done.stderr, done.stderr
+            assert redis_server.password not in done.stderr
+            assert time.monotonic() - started < 20
 
 
 def test_submission_refuses_what_no_worker_could_use(
