@@ -1,18 +1,20 @@
 """Checks of the location arguments and options of the command lines
 (inputs, corpora): the one rule of :func:`eceb_worker.core.urls.check_location`
 (a local path or an ``s3://`` URL, never with credentials), a usage error
-(exit 2) otherwise, before anything is read or connected to.
+(exit 2) otherwise, before anything is read or connected to; and of
+durations (:func:`seconds`).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
 from eceb_worker.core.urls import check_location
 
-__all__ = ["local_path", "location"]
+__all__ = ["local_path", "location", "seconds"]
 
 
 def location(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -35,3 +37,12 @@ def local_path(ctx: click.Context, param: click.Parameter, value: str | None) ->
         raise click.BadParameter(str(exc), param=param) from None
     converted: Path = click.Path(path_type=Path, dir_okay=False).convert(value, param, ctx)
     return converted
+
+
+def seconds(_ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A click callback for a ``click.FLOAT`` option: ``value`` is a finite
+    number of seconds greater than zero (``nan`` and ``inf``, which parse
+    as floats, are usage errors)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} is not a finite number of seconds greater than 0", param=param)
+    return value

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.arguments import seconds
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.outcomes import (
     POLL_S,
@@ -272,9 +273,7 @@ def status(
 
 @main.command()
 @click.argument("job_id", metavar="JOB")
-@click.option(
-    "--timeout", type=click.FloatRange(min=0, min_open=True), help="Give up after this many seconds (exit 75)."
-)
+@click.option("--timeout", type=float, callback=seconds, help="Give up after this many seconds (exit 75).")
 @cluster_options
 @handle_errors
 def wait(

@@ -122,3 +122,10 @@ def test_redis_urls_eceb_can_use_get_as_far_as_connecting(url: str) -> None:
     result = _dist("status", "0" * 32, "--broker-url", url)
     assert result.returncode == exit_codes.STORAGE, result.stdout + result.stderr
     assert "cannot reach the broker" in result.stderr
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-inf", "0", "-1", "abc"])
+def test_a_wait_timeout_is_a_finite_number_of_seconds(timeout: str) -> None:
+    result = _dist("wait", "0" * 32, "--timeout", timeout, ECEB_BROKER_URL="redis://127.0.0.1:1/0")
+    assert result.returncode == exit_codes.USAGE, result.stdout + result.stderr
+    assert "Invalid value for '--timeout'" in result.stderr
