@@ -44,6 +44,11 @@ REDACTED: Final = "***"
 _SECRET_PARAMETER: Final = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)
 
 
+_MISTYPED_URL: Final = re.compile(r"(?i)(s3|https?|rediss?|file):(?!//)")
+"""A location that starts like a URL of a scheme eceb knows but lacks the
+``//`` (``s3:/KEY:SECRET@bucket/x``, ``s3:bucket/x``): a mistyped URL, never
+taken as a relative local path."""
+
 _BUCKET_NAME: Final = re.compile(r"[A-Za-z0-9._-]{1,255}")
 """What an S3 bucket name may be, as botocore checks it before any request
 (AWS's rules today are narrower, 3 to 63 lowercase letters, digits, dots and
@@ -90,6 +95,14 @@ def _after_userinfo(body: str, scheme: str) -> str | None:
 
 def _redact_one(url: str) -> str:
     scheme, sep, rest = url.partition("://")
+    mistyped = None if sep else _MISTYPED_URL.match(url)
+    if mistyped:  # s3:/KEY:SECRET@bucket/x, s3:KEY:SECRET/x: all that may be user information goes
+        rest = url[mistyped.end() :]
+        body = rest.lstrip("/")
+        slashes = rest[: len(rest) - len(body)]
+        if "@" in body or ":" in body:
+            body = REDACTED + (f"@{body.rpartition('@')[2]}" if "@" in body else "")
+        return f"{url[: mistyped.end()]}{slashes}{body}"
     if not sep:
         return f"{REDACTED}@{url.rpartition('@')[2]}" if "@" in url else url
     body = rest.lstrip("/")
@@ -171,14 +184,15 @@ def scrub(text: str, urls: Iterable[object]) -> str:
 
 def shown_url(url: str) -> str:
     """How a refused URL is shown: :func:`redact_url`'s form without its
-    query and fragment (any of which may hold a credential); a string that
-    is no URL (no ``://``) as given.
+    query and fragment (any of which may hold a credential); a mistyped URL
+    (``s3:/KEY:SECRET@bucket/x``) without its user information; a string
+    that is no URL (no ``://``) as given.
 
     >>> shown_url("s3://AKIA:secret@bucket/key.json?X-Amz-Signature=s")
     's3://***@bucket/key.json'
     """
     if "://" not in url:
-        return url
+        return _redact_one(url) if _MISTYPED_URL.match(url) else url
     redacted = _redact_one(url)
     scheme, _, rest = redacted.partition("://")
     return f"{scheme}://{re.split(r'[?#]', rest, maxsplit=1)[0]}"
@@ -212,10 +226,13 @@ def check_no_credentials(url: str) -> None:
 
 def check_location(value: str, *, s3: bool = True) -> None:
     """Raise ValueError unless ``value`` is a local path or (with ``s3``) a
-    well-formed ``s3://bucket/...`` URL without credentials
+    well-formed ``s3://bucket/...`` URL without credentials; a value that
+    starts like a URL without its ``//`` (``s3:/bucket/x``) is neither
     (:func:`check_no_credentials`, :func:`parse_s3_url`). The message never
     repeats a credential (:func:`shown_url`)."""
     check_no_credentials(value)
+    if _MISTYPED_URL.match(value):
+        raise ValueError(f"not a local path, nor a URL (a URL is scheme://...): {shown_url(value)}")
     if "://" not in value:
         return
     if not (s3 and value.startswith("s3://")):

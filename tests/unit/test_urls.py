@@ -97,6 +97,8 @@ def test_locations_are_local_paths_or_s3_urls() -> None:
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
         ("redis://[::1]:6379/0", "redis://[::1]:6379/0"),
         ("s3://bucket/key@version.json", "s3://bucket/key@version.json"),
+        ("s3:/KEY:SECRET@bucket/x", "s3:/***@bucket/x"),
+        ("s3:KEY:SECRET/x", "s3:***"),
     ],
 )
 def test_redaction_of_malformed_urls(url: str, redacted: str) -> None:
@@ -119,6 +121,10 @@ def test_redaction_of_malformed_urls(url: str, redacted: str) -> None:
         "s3://KEY:SEC/RET@bucket/b.json",
         "s3://bucket:SECRET/x",
         "s3://b%40SECRET/x",
+        "s3:/KEY:SECRET@bucket/x",
+        "s3:KEY:SECRET/x",
+        "S3:/SECRET@x",
+        "redis:/:SECRET@127.0.0.1:6379/0",
     ],
 )
 def test_malformed_urls_are_refused_without_their_credentials(value: str) -> None:
