@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from eceb_cli import exit_codes
-from eceb_worker.core.urls import check_no_credentials
+from eceb_worker.core.urls import check_no_credentials, redact_text
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, StorageError, VerificationError
 from eceb_worker.settings import read_setting
 
@@ -23,10 +23,16 @@ __all__ = ["default_workers", "endpoint", "handle_errors", "progress", "report_i
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _error(line: str) -> None:
+    """Print ``line`` on stderr, every URL in it redacted: a message may quote
+    what an input file holds, a credential included (:func:`redact_text`)."""
+    click.echo(redact_text(line), err=True)
+
+
 def report_input_error(error: InputError) -> None:
     """Print every problem of ``error`` on stderr, one a line, then a count."""
     for problem in error.problems:
-        click.echo(f"error: {problem}", err=True)
+        _error(f"error: {problem}")
     count = len(error.problems)
     click.echo(f"{count} problem{'s' if count != 1 else ''} found.", err=True)
 
@@ -42,16 +48,16 @@ def handle_errors(command: F) -> F:
             report_input_error(exc)
             sys.exit(exit_codes.for_error(exc))
         except VerificationError as exc:
-            click.echo(f"error: {exc}", err=True)
+            _error(f"error: {exc}")
             sys.exit(exit_codes.for_error(exc))
         except StorageError as exc:
-            click.echo(f"error: storage: {exc}", err=True)
+            _error(f"error: storage: {exc}")
             sys.exit(exit_codes.for_error(exc))
         except OutputError as exc:
-            click.echo(f"error: output: {exc}", err=True)
+            _error(f"error: output: {exc}")
             sys.exit(exit_codes.for_error(exc))
         except ExecutionRefused as exc:
-            click.echo(f"error: refused: {exc}", err=True)
+            _error(f"error: refused: {exc}")
             sys.exit(exit_codes.for_error(exc))
         except KeyboardInterrupt:
             click.echo("interrupted; nothing was written", err=True)
@@ -59,7 +65,7 @@ def handle_errors(command: F) -> F:
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
+            _error(f"internal error: {type(exc).__name__}: {exc} (please report this)")
             if _debug():
                 raise
             sys.exit(exit_codes.INTERNAL)

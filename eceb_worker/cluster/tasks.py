@@ -40,8 +40,9 @@ from eceb_worker.cluster.deliveries import check_delivery
 from eceb_worker.cluster.retry import CAUSE_LOOKUPS, RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.urls import redact_text
 from eceb_worker.corpus.verification import encode_verification
-from eceb_worker.errors import ErrorKind, InputError, StorageError, VerificationError
+from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError, VerificationError
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.pipeline.jobs import Finished, Job, MapStage
 from eceb_worker.pipeline.messages import (
@@ -79,20 +80,30 @@ WORKSPACE: Final = Workspace()
 
 
 def _problems_json(error: InputError) -> str:
-    return msgspec.json.encode(error.problems).decode()
+    """The problems of ``error`` as JSON, every URL quoted in them redacted (:func:`redact_text`)."""
+    problems = [
+        Problem(
+            file=redact_text(p.file),
+            record=redact_text(p.record),
+            field=redact_text(p.field),
+            message=redact_text(p.message),
+        )
+        for p in error.problems
+    ]
+    return msgspec.json.encode(problems).decode()
 
 
 def _fail(store: JobStore, job_id: str, exc: BaseException) -> None:
     """End the job as failed with ``exc``'s reason and kind."""
     kind = ErrorKind.of(exc)
     if isinstance(exc, InputError):
-        store.fail(job_id, kind, str(exc), problems=_problems_json(exc))
+        store.fail(job_id, kind, redact_text(str(exc)), problems=_problems_json(exc))
     elif isinstance(exc, VerificationError):
         store.fail(job_id, kind, str(exc), verification=encode_verification(exc.report).decode())  # type: ignore[arg-type]
     elif kind is ErrorKind.INTERNAL:
-        store.fail(job_id, kind, f"{type(exc).__name__}: {exc}")
+        store.fail(job_id, kind, redact_text(f"{type(exc).__name__}: {exc}"))
     else:
-        store.fail(job_id, kind, str(exc))
+        store.fail(job_id, kind, redact_text(str(exc)))
 
 
 def _retry(task: Any, policy: RetryPolicy, exc: BaseException) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "is_s3_url",
     "object_sibling",
     "parse_s3_url",
+    "redact_text",
     "redact_url",
     "s3_location",
     "scrub",
@@ -158,6 +159,23 @@ def redact_url(url: str) -> str:
     's3://***/b.json'
     """
     return ";".join(_redact_one(part) for part in url.split(";"))
+
+
+_URL_IN_TEXT: Final = re.compile(
+    r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]*:/+[^\s'\"<>]*"  # scheme:/..., scheme://...
+    r"|(?:s3|https?|rediss?|file):[^\s'\"<>/]*@[^\s'\"<>]*"  # s3:KEY:SECRET@bucket/...
+)
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a message that may quote what an input file holds) with
+    every URL in it shown by :func:`redact_url` (a mistyped one included):
+    a credential written inside an input file is never echoed.
+
+    >>> redact_text("field 'path': 's3://KEY:SECRET@bucket/r.jsonl' is not relative")
+    "field 'path': 's3://***@bucket/r.jsonl' is not relative"
+    """
+    return _URL_IN_TEXT.sub(lambda found: redact_url(found.group()), text)
 
 
 def scrub(text: str, urls: Iterable[object]) -> str:

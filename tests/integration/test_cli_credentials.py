@@ -119,3 +119,30 @@ def test_the_endpoint_setting_is_checked_too(quiet_cluster: int, monkeypatch: py
     result = invoke(main, "corpus", "verify", REGISTRY, "--source", "s3://inputs/c")
     assert result.exit_code == exit_codes.USAGE, result.output
     assert KEY not in result.output and SECRET not in result.output
+
+
+def test_credentials_written_inside_input_files_are_never_echoed(tmp_path: Path) -> None:
+    """A URL with credentials written where an input file names a path (the
+    benchmark's ``registry.path``, a registry line's ``path``) is bad input,
+    and the message quotes it without them."""
+    import json
+    import shutil
+
+    example = tmp_path / "seed"
+    shutil.copytree(SEED, example)
+    benchmark = json.loads((example / "benchmark.json").read_text(encoding="utf-8"))
+    benchmark["registry"]["path"] = f"s3://{KEY}:{SECRET}@bucket/registry.jsonl"
+    (example / "benchmark.json").write_text(json.dumps(benchmark), encoding="utf-8")
+    lines = (SEED / "registry.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[1])
+    first["path"] = f"s3://{KEY}:{SECRET}@bucket/x.md"
+    (tmp_path / "registry.jsonl").write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    for command, args in (
+        (main, ("validate", str(example / "benchmark.json"))),
+        (main, ("corpus", "root", str(tmp_path / "registry.jsonl"))),
+    ):
+        result = invoke(command, *args)
+        assert result.exit_code == exit_codes.BAD_INPUT, result.output
+        assert "***@bucket" in result.stderr, result.stderr
+        for secret in SECRETS:
+            assert secret not in result.output + result.stderr
