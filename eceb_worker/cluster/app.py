@@ -67,6 +67,7 @@ from eceb_worker.settings import load_settings
 __all__ = [
     "QUEUE",
     "RESULT_EXPIRES_S",
+    "REDIS_SOCKET_TIMEOUT_S",
     "app",
     "check_redis_url",
     "make_app",
@@ -203,6 +204,12 @@ def _check_redis_parts(url: str, scheme: str, variable: str) -> None:
         )
 
 
+REDIS_SOCKET_TIMEOUT_S: Final = 10
+"""Seconds a Redis command (broker or result backend) or connection waits
+for the server before it counts as lost. Longer than the broker's blocking
+reads (kombu's BRPOP waits 1 s)."""
+
+
 def restore_interval_s(visibility_timeout_s: int) -> int:
     """Seconds between two of a worker's scans for messages delivered but not
     acknowledged within ``visibility_timeout_s`` (which it puts back on the
@@ -279,7 +286,12 @@ def make_app(
         # kombu scans for messages past their visibility timeout every
         # unacked_restore_interval s, on every unacked_restore_throttle-th
         # timer (by default 10 and 10: about 100 s whatever the timeout).
+        # A server that accepts connections but never answers fails a command
+        # after REDIS_SOCKET_TIMEOUT_S (then the outage policy applies)
+        # instead of holding it for ever.
         broker_transport_options={
+            "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
             "visibility_timeout": visibility,
             "unacked_restore_interval": restore_interval_s(visibility),
             "unacked_restore_throttle": 1,
@@ -293,6 +305,8 @@ def make_app(
         task_publish_retry=True,
         task_publish_retry_policy=policy.publish_retry_policy(),
         result_backend_transport_options={"retry_policy": {"max_retries": 0}},
+        redis_socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+        redis_socket_connect_timeout=REDIS_SOCKET_TIMEOUT_S,
         result_expires=RESULT_EXPIRES_S,
         worker_max_tasks_per_child=per_child,
         task_default_queue=QUEUE,

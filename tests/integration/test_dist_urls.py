@@ -129,3 +129,39 @@ def test_a_wait_timeout_is_a_finite_number_of_seconds(timeout: str) -> None:
     result = _dist("wait", "0" * 32, "--timeout", timeout, ECEB_BROKER_URL="redis://127.0.0.1:1/0")
     assert result.returncode == exit_codes.USAGE, result.stdout + result.stderr
     assert "Invalid value for '--timeout'" in result.stderr
+
+
+def test_a_redis_that_accepts_but_never_answers_is_storage_unavailable_not_a_hang() -> None:
+    """A server that takes the connection and then says nothing (a stuck
+    proxy) makes each command fail after REDIS_SOCKET_TIMEOUT_S, and the
+    command ends with exit 5 instead of waiting for ever."""
+    import socket
+    import threading
+    import time
+
+    from eceb_worker.cluster.app import REDIS_SOCKET_TIMEOUT_S
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        silent = f"redis://127.0.0.1:{port}/0"
+        started = time.monotonic()
+        result = _dist("status", "0" * 32, ECEB_BROKER_URL=silent)
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+    assert result.returncode == exit_codes.STORAGE, result.stdout + result.stderr
+    assert f"cannot reach the broker {silent}" in result.stderr and "Timeout" in result.stderr
+    assert REDIS_SOCKET_TIMEOUT_S <= took < 4 * REDIS_SOCKET_TIMEOUT_S + 10
