@@ -30,7 +30,7 @@ import pytest
 import redis
 
 from eceb_cli import exit_codes
-from eceb_worker.cluster.app import QUEUE, make_app, restore_interval_s
+from eceb_worker.cluster.app import QUEUE, REDIS_SOCKET_TIMEOUT_S, make_app, restore_interval_s
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.io.objects import ObjectStore
 from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
@@ -360,6 +360,8 @@ def test_workers_look_for_unacknowledged_messages_within_the_visibility_timeout(
     assert restore_interval_s(visibility) == interval
     options = make_app("redis://127.0.0.1:1/0", visibility_timeout=visibility).conf.broker_transport_options
     assert options == {
+        "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
         "visibility_timeout": visibility,
         "unacked_restore_interval": interval,
         "unacked_restore_throttle": 1,
