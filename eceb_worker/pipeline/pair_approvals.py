@@ -55,7 +55,9 @@ BILLING_NOTICE: Final = "One pair bounds the execution count, not the charges. T
 """What every authorization and run says (the seed's words)."""
 
 
-def authorize(root: Path, *, approver: str, executions: int | None = None) -> tuple[Authorization, str]:
+def authorize(
+    root: Path, *, approver: str, executions: int | None = None, freeze_digest: str | None = None
+) -> tuple[Authorization, str]:
     """Record G3 for the experiment at ``root``: ``authorization.json``
     binding the freeze digest, granting ``executions`` (default: the
     freeze's ``authorized_executions``; never more), and a new
@@ -65,35 +67,40 @@ def authorize(root: Path, *, approver: str, executions: int | None = None) -> tu
     Raises :class:`ExecutionRefused` when already authorized (an
     authorization or a ledger exists); :class:`InputError` when
     ``freeze.json`` is missing, invalid or changed, or ``executions`` is
-    more than the freeze allows or zero."""
+    more than the freeze allows or zero, or ``freeze.json`` is not the
+    freeze ``freeze_digest`` names (:class:`ExecutionRefused`)."""
     experiment = Experiment(root)
     for path in (experiment.authorization, experiment.ledger):
         if os.path.lexists(path):
             raise ExecutionRefused(f"{path}: exists: the experiment is already authorized (G3 is recorded once)")
-    freeze, freeze_digest = read_record(experiment.freeze, Freeze)
+    freeze, digest = read_record(experiment.freeze, Freeze)
+    if freeze_digest is not None and freeze_digest != digest:
+        raise ExecutionRefused(
+            f"{experiment.freeze}: its digest {digest} is not the freeze {freeze_digest} being authorized"
+        )
     count = freeze.authorized_executions if executions is None else executions
     if not 1 <= count <= freeze.authorized_executions:
         message = f"{count} executions: the freeze allows from 1 to {freeze.authorized_executions}"
         raise InputError([Problem(file=str(experiment.freeze), field="authorized_executions", message=message)])
     record = Authorization(
         schema=AUTHORIZATION_SCHEMA,
-        freeze_digest=freeze_digest,
+        freeze_digest=digest,
         authorized_executions=count,
         approver=approver,
         statement=(
             f"{approver} authorizes at most {count} paid executions of the experiment frozen as "
-            f"{freeze_digest}, in the schedule's order. {BILLING_NOTICE}"
+            f"{digest}, in the schedule's order. {BILLING_NOTICE}"
         ),
         recorded_at=utc_now(),
     )
-    ledger = Ledger.create(experiment.ledger, freeze_digest=freeze_digest, authorized_executions=count)
+    ledger = Ledger.create(experiment.ledger, freeze_digest=digest, authorized_executions=count)
     ledger.close()
     try:
         write_record(experiment.authorization, record)
     except BaseException:
         experiment.ledger.unlink(missing_ok=True)  # created just now: no execution can have started
         raise
-    return record, freeze_digest
+    return record, digest
 
 
 def stop_spending(root: Path, reason: str) -> None:
