@@ -24,11 +24,9 @@ from typing import Final
 
 import msgspec
 
-from eceb_worker.core.canonical import canonical_json
-from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
 from eceb_worker.families.paired.journal import Attempt
-from eceb_worker.families.paired.pairs import PAIR_DIRECTORY
+from eceb_worker.families.paired.pairs import PAIR_DIRECTORY, pilot_evidence_digest
 from eceb_worker.families.paired.records import (
     AUTHORIZATION_SCHEMA,
     CONTINUATION_SCHEMA,
@@ -47,7 +45,6 @@ __all__ = [
     "authorize",
     "find_pilot",
     "pilot_evidence",
-    "pilot_evidence_digest",
     "stop_spending",
 ]
 
@@ -118,21 +115,13 @@ class PilotEvidence(msgspec.Struct, frozen=True, kw_only=True):
     """The pilot's evidence: its ``pair`` directory name, its manifest's
     digest, the digests of its two ``attempt.json`` in the order the arms
     ran, their attempt ids, and ``digest``
-    (:func:`pilot_evidence_digest` of the three)."""
+    (:func:`~eceb_worker.families.paired.pairs.pilot_evidence_digest` of the three)."""
 
     pair: str
     manifest: str
     attempts: tuple[str, str]
     attempt_ids: tuple[str, str]
     digest: str
-
-
-def pilot_evidence_digest(manifest: str, first: str, second: str) -> str:
-    """BLAKE3 of the canonical JSON list ``[manifest, first, second]``: the
-    pilot pair's manifest digest and the digests of the ``attempt.json`` of
-    the arm that ran first and of the one that ran second. What a
-    continuation approval binds."""
-    return digest_bytes(canonical_json([manifest, first, second]))
 
 
 def find_pilot(experiment: Experiment) -> Path:
