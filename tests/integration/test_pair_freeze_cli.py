@@ -249,3 +249,11 @@ def test_an_experiment_inside_the_repository_is_refused(bench: Bench) -> None:
     assert done.returncode == 6
     assert "lies inside the repository" in done.stderr
     assert not (bench.repository / "exp").exists()
+
+
+def test_a_directory_that_is_not_a_git_work_tree_is_a_problem_among_the_others(bench: Bench) -> None:
+    plain = bench.root / "plain"
+    plain.mkdir()
+    bench.edit_json("benchmark.json", lambda b: b["cue"].update(budget_tokens=100))
+    done = bench.eceb("freeze", bench.benchmark, "--repo", plain, "--into", bench.experiment)
+    assert_refused(done, bench, "plain: not a usable git work tree", "the overview estimates 126 tokens")

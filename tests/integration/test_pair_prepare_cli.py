@@ -109,6 +109,16 @@ def test_prepare_retains_every_file_by_digest_and_both_arms_differ_only_in_conte
     assert git_state(frozen.repository).fingerprint == fingerprint
 
 
+def test_freeze_and_prepare_never_run_the_provider_but_for_its_version(tmp_path: Path) -> None:
+    bench = make_bench(tmp_path)
+    log = tmp_path / "codex-invocations.jsonl"
+    bench.env["FAKE_CODEX_LOG"] = str(log)
+    assert bench.freeze().returncode == 0
+    assert bench.eceb("authorize", bench.experiment, "--approver", "Ada").returncode == 0
+    prepared_directory(bench)
+    assert not log.exists()
+
+
 def test_two_prepares_give_two_directories_and_pair_two_runs_b_first(frozen: Bench) -> None:
     one = prepared_directory(frozen)
     two = prepared_directory(frozen)

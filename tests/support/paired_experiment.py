@@ -1,8 +1,8 @@
 """A paired experiment to test through the installed command line: a copy
 of the bundled example (examples/paired, without its repo/ folder), the
 fixture repository made a real git repository by examples/paired/make-repo.sh,
-and a provider on PATH that answers ``--version`` only (freeze and prepare
-never run the provider otherwise)."""
+and the fake ``codex`` (tests/support/fake_codex.py) first on PATH
+(freeze runs it as ``codex --version`` only; prepare never runs it)."""
 
 from __future__ import annotations
 
@@ -14,25 +14,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.fake_codex import VERSION
 from tests.support.paths import EXAMPLES
+from tests.support.provider import install_fake_codex
 
 __all__ = ["ECEB", "Bench", "make_bench"]
 
 ECEB = (sys.executable, "-m", "eceb_cli")
-FAKE_VERSION = "codex-cli 0.0.0 (version-only stand-in)"
-
-_VERSION_ONLY = f"""#!/bin/sh
-# A provider stand-in that only answers --version.
-if [ "$1" = "--version" ]; then echo "{FAKE_VERSION}"; exit 0; fi
-echo "this stand-in only answers --version" >&2
-exit 97
-"""
+FAKE_VERSION = VERSION
+"""What the fake ``codex`` prints for ``--version``."""
 
 
 class Bench:
     """The copied example (``benchmark``, its directory ``example``), the
     git ``repository``, a ``bin`` directory put first on PATH (holding
-    ``codex``), and ``experiment``, an experiment directory not yet created."""
+    the fake ``codex``), and ``experiment``, an experiment directory not yet created."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -84,8 +80,5 @@ def make_bench(root: Path) -> Bench:
         check=True,
         capture_output=True,
     )
-    bench.bin.mkdir()
-    codex = bench.bin / "codex"
-    codex.write_text(_VERSION_ONLY, encoding="utf-8")
-    codex.chmod(0o755)
+    install_fake_codex(bench.bin)
     return bench
