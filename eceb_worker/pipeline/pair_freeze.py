@@ -150,6 +150,9 @@ def _repository(
     """The repository's checks: a clean tree, the tracked declaration, the
     declared sources and every task's paths at HEAD; problems appended.
     ``None`` when git cannot read the repository at all."""
+    if not repository.is_dir():
+        problems.append(Problem(file=str(repository), message="the repository is not a directory"))
+        return None
     try:
         state = git_state(repository)
     except InputError as exc:
@@ -199,8 +202,7 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
     benchmark = decode_document(benchmark_data, PairBenchmark, file=benchmark_file)
     base = benchmark_path.resolve().parent
     shown = benchmark_path.parent
-    if not repository.is_dir():
-        raise InputError([Problem(file=str(repository), message="the repository is not a directory")])
+    _check_destination(experiment, repository, [])
     reader = _Reader()
     problems = reader.problems
     problems += preflight.control_problems(benchmark, benchmark_file)
