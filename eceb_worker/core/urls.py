@@ -174,8 +174,18 @@ def redact_text(text: str) -> str:
 
     >>> redact_text("field 'path': 's3://KEY:SECRET@bucket/r.jsonl' is not relative")
     "field 'path': 's3://***@bucket/r.jsonl' is not relative"
+    >>> redact_text("s3://bucket/x.json: no such key")
+    's3://bucket/x.json: no such key'
     """
-    return _URL_IN_TEXT.sub(lambda found: redact_url(found.group()), text)
+    return _URL_IN_TEXT.sub(_redact_found, text)
+
+
+def _redact_found(found: re.Match[str]) -> str:
+    """A URL found in a text, redacted; punctuation that ends a sentence or a
+    clause after it (``s3://bucket/x: no such key``) is not part of it."""
+    url = found.group()
+    body = url.rstrip(":,.;)]")
+    return redact_url(body) + url[len(body) :]
 
 
 def scrub(text: str, urls: Iterable[object]) -> str:
