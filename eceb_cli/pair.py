@@ -7,6 +7,7 @@ import click
 
 from eceb_cli.console import handle_errors
 from eceb_cli.outputs import Output
+from eceb_cli.pair_run import run, status
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
 from eceb_worker.render.pairs import plan_lines
@@ -33,3 +34,7 @@ def plan(as_json: bool) -> None:
         return
     for line in plan_lines(schedule):
         click.echo(line)
+
+
+pair.add_command(run)
+pair.add_command(status)
