@@ -134,6 +134,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         _integer(1),
     ),
     Setting("ECEB_DEBUG", "debug", False, "print the traceback of an internal error (exit 70)", _flag),
+    Setting(
+        "ECEB_PAIR_PROVIDER",
+        "pair_provider",
+        None,
+        "the provider executable eceb pair freeze freezes instead of the benchmark's provider.executable "
+        "(a name looked up on PATH, or a path relative to the working directory)",
+    ),
 )
 """Every environment variable eceb reads."""
 
@@ -152,6 +159,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_deliveries: int
     redis_outage_s: int
     debug: bool
+    pair_provider: str | None
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -81,11 +81,14 @@ class CueCommand(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         budget_tokens: the common estimate budget: both arms' contexts (the
             overview and every cue) must estimate at most this many tokens.
         estimate: how a context's tokens are estimated (:data:`CUE_ESTIMATE`).
+        timeout_s: a cue command still running after this many seconds is
+            stopped and the pair is not prepared.
     """
 
     argv: Annotated[tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=4096)], ...], msgspec.Meta(min_length=1)]
     budget_tokens: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]
     estimate: Literal["utf8-bytes-div-4-ceil"] = "utf8-bytes-div-4-ceil"
+    timeout_s: Annotated[int, msgspec.Meta(ge=1, le=3600)] = 120
 
 
 class ProviderSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

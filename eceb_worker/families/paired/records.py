@@ -44,6 +44,7 @@ __all__ = [
     "FREEZE_SCHEMA",
     "MANIFEST_SCHEMA",
     "ArmCommand",
+    "ArmInputs",
     "Authorization",
     "ContinuationApproval",
     "Cost",
@@ -166,7 +167,8 @@ class Freeze(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         checks: the declared check commands, exact.
         tasks: the three tasks (:class:`FrozenTask`), in the schedule's order.
         overview: arm A's context file; ``overview_tokens`` its estimate.
-        cue_command: the cue command's executable identity and ``cue_argv``.
+        cue_command: the cue command's executable identity and ``cue_argv``;
+            ``cue_timeout_s``: how long it may run.
         cue_budget_tokens: the common estimate budget.
         provider: the provider executable's identity (with ``--version``).
         model, reasoning_effort, speed_tier, sandbox: the shared settings.
@@ -195,6 +197,7 @@ class Freeze(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     overview_tokens: int
     cue_command: Executable
     cue_argv: tuple[str, ...]
+    cue_timeout_s: int = 120
     cue_budget_tokens: int
     provider: Executable
     adapter: str
@@ -243,7 +246,7 @@ class ContinuationApproval(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
 
     Fields: ``freeze_digest``; ``pilot_evidence_digest``: BLAKE3 of the
     canonical list of the pilot pair's manifest digest and its two
-    ``attempt.json`` digests (:func:`eceb_worker.pipeline.pairs.pilot_evidence`);
+    ``attempt.json`` digests (:func:`eceb_worker.pipeline.pair_approvals.pilot_evidence`);
     ``pilot_pair``: the pilot's directory name; ``approver``; ``recorded_at``.
     """
 
@@ -284,11 +287,33 @@ class Costs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     cue: Cost
 
 
+class ArmInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What an arm receives besides its context; equal for both arms of a
+    pair (the seed: "Both receive the same task, declaration path, targets,
+    checks, model, reasoning, speed, read-only setting, and answer schema").
+
+    Fields: ``task_id``, ``declaration`` (its repository path), ``targets``,
+    ``checks`` (ids), ``model``, ``reasoning_effort``, ``speed_tier``,
+    ``sandbox``, ``output_schema_digest`` (the pair's answer schema).
+    """
+
+    task_id: str
+    declaration: str
+    targets: tuple[str, ...]
+    checks: tuple[str, ...]
+    model: str
+    reasoning_effort: str
+    speed_tier: str
+    sandbox: str
+    output_schema_digest: Digest
+
+
 class ArmCommand(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One arm of a prepared pair.
 
     Fields:
         arm: ``A`` or ``B``.
+        inputs: :class:`ArmInputs`, what it shares with the other arm.
         context: its context file in the pair directory (``arms/A/context``).
         context_tokens: the context's estimated tokens (at most the budget).
         cue_command: for arm B, the identity of the command that produced
@@ -298,6 +323,7 @@ class ArmCommand(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """
 
     arm: Arm
+    inputs: ArmInputs
     context: FileDigest
     context_tokens: int
     cue_command: Executable | None

@@ -1,0 +1,166 @@
+"""``eceb pair freeze``, ``authorize``, ``approve``, ``stop`` and ``prepare``:
+everything before and between paid executions of the paired task-context
+benchmark (task-context-benchmark-reference.md, "Paid experiment preflight
+conditions" and "Paired inputs and retained outputs"). None of them runs
+the provider (``freeze`` asks it ``--version`` only)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from eceb_cli.console import handle_errors
+from eceb_worker.families.paired.records import Freeze
+from eceb_worker.pipeline.pair_approvals import BILLING_NOTICE, approve_continuation, authorize, stop_spending
+from eceb_worker.pipeline.pair_freeze import freeze_experiment
+from eceb_worker.pipeline.pair_prepare import prepare_pair
+
+__all__ = ["approve", "authorize_command", "freeze", "prepare", "stop"]
+
+_EXPERIMENT = click.Path(file_okay=False, path_type=Path)
+
+
+def _freeze_lines(record: Freeze) -> list[str]:
+    """What ``eceb pair freeze`` says it froze, in a few lines."""
+    repository = record.repository
+    support = record.observed_support
+    unobserved = [name for name in ("usage", "completion", "output") if getattr(support, name) == "unobserved"]
+    stops = ", ".join(("manual (eceb pair stop)", *(f"on {outcome}" for outcome in record.spending_stop_on)))
+    return [
+        f"label: {record.label}" + (" (synthetic rates)" if record.synthetic else ""),
+        f"repository: {repository.path} at {repository.head} (tree {repository.tree}, clean)",
+        f"declaration: {record.declaration.path} (blob {record.declaration_object}), "
+        f"{len(record.sources)} sources pinned, {len(record.checks)} check(s)",
+        "tasks: " + ", ".join(f"{task.kind.value} {task.id}" for task in record.tasks),
+        f"overview: {record.overview.path}, {record.overview_tokens} tokens estimated; "
+        f"common cue budget {record.cue_budget_tokens} tokens",
+        f"cue command: {' '.join(record.cue_argv)} ({record.cue_command.path})",
+        f"provider: {record.provider.path} ({record.provider.version}); model {record.model}, "
+        f"reasoning {record.reasoning_effort}, speed {record.speed_tier}, sandbox {record.sandbox}",
+        f"observed support: {', '.join(unobserved)} unobserved: local checks establish no actual provider support",
+        f"coverage: {record.pairs} pairs; missing semantic evidence: {record.missing_semantic_evidence}; "
+        f"authorized executions {record.authorized_executions}; spending stop: {stops}; "
+        f"pilot continuation: {record.pilot_continuation}",
+    ]
+
+
+@click.command()
+@click.argument("benchmark", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--repo",
+    "repository",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The target git work tree (clean, at the reviewed revision).",
+)
+@click.option(
+    "--into",
+    "into",
+    required=True,
+    type=_EXPERIMENT,
+    help="The experiment directory (created if missing; not inside the repository).",
+)
+@handle_errors
+def freeze(benchmark: Path, repository: Path, into: Path) -> None:
+    """Freeze the preflight record of BENCHMARK over the repository into
+    INTO/freeze.json: every item of the seed's paid experiment preflight
+    conditions, bound by digest or exact value. Every problem of every
+    input is reported together and nothing is written. Runs the provider
+    only as EXE --version (ECEB_PAIR_PROVIDER overrides the benchmark's
+    executable). Refused once the directory holds an authorization, a
+    ledger or an attempt; before that, freezing again replaces freeze.json.
+    Freezing authorizes nothing."""
+    frozen = freeze_experiment(benchmark, repository, into)
+    click.echo(f"froze {frozen.path}")
+    click.echo(f"freeze digest: {frozen.digest}")
+    if frozen.replaced:
+        click.echo("(it replaces the earlier freeze.json: nothing had been authorized or started)")
+    for line in _freeze_lines(frozen.freeze):
+        click.echo(line)
+    click.echo("Freezing authorizes nothing: paid execution needs `eceb pair authorize` (G3), a person's decision.")
+
+
+@click.command("authorize")
+@click.argument("experiment", type=_EXPERIMENT)
+@click.option("--approver", required=True, help="Who authorizes paid execution (a person).")
+@click.option(
+    "--executions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Executions authorized (default and maximum: the freeze's authorized execution count).",
+)
+@handle_errors
+def authorize_command(experiment: Path, approver: str, executions: int | None) -> None:
+    """Record G3: a person's authorization of paid execution, bound to the
+    freeze digest (EXPERIMENT/authorization.json), and create the execution
+    ledger (EXPERIMENT/ledger.sqlite). Recorded once."""
+    record, freeze_digest = authorize(experiment, approver=approver, executions=executions)
+    click.echo(f"authorized {record.authorized_executions} executions of freeze {freeze_digest}")
+    click.echo(f"approver: {record.approver}")
+    click.echo(f"wrote {Path(experiment).resolve() / 'authorization.json'} and ledger.sqlite")
+    click.echo(BILLING_NOTICE)
+
+
+@click.command()
+@click.argument("experiment", type=_EXPERIMENT)
+@click.option("--approver", required=True, help="Who approves continuing after the pilot (a person).")
+@handle_errors
+def approve(experiment: Path, approver: str) -> None:
+    """Record a person's approval to continue after the pilot pair
+    (EXPERIMENT/continuation.json, and the ledger), bound to the freeze and
+    to the pilot's evidence: its manifest and both attempt records. Only
+    once both pilot attempts have complete journals."""
+    record, evidence = approve_continuation(experiment, approver=approver)
+    click.echo(f"approved continuation after the pilot {evidence.pair}")
+    click.echo(f"pilot evidence digest: {record.pilot_evidence_digest}")
+    click.echo(f"approver: {record.approver}")
+    click.echo(BILLING_NOTICE)
+
+
+@click.command()
+@click.argument("experiment", type=_EXPERIMENT)
+@click.option("--reason", required=True, help="Why spending stops (recorded).")
+@handle_errors
+def stop(experiment: Path, reason: str) -> None:
+    """Record a spending stop in the experiment's ledger: no execution starts after it."""
+    if not reason.strip():
+        raise click.BadParameter("a stop needs a reason", param_hint="--reason")
+    stop_spending(experiment, reason)
+    click.echo(f"spending stopped: {reason}")
+    click.echo("No execution starts after this stop.")
+
+
+@click.command()
+@click.argument("experiment", type=_EXPERIMENT)
+@click.option(
+    "--pair",
+    "position",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The schedule position (default: the first pair none of whose executions has started).",
+)
+@handle_errors
+def prepare(experiment: Path, position: int | None) -> None:
+    """Prepare one pair in a new, unique EXPERIMENT/task-pair-* directory:
+    the frozen inputs re-checked and retained, both arms' contexts (A: the
+    frozen overview; B: the cue, produced now by the declared cue command),
+    costs, and manifest.json with both arms' actual command lines. Runs
+    nothing paid."""
+    prepared = prepare_pair(experiment, position)
+    pair = prepared.manifest.pair
+    order = "/".join(arm.value for arm in pair.order)
+    pilot = " (pilot)" if pair.pilot else ""
+    click.echo(f"prepared {prepared.directory}")
+    click.echo(f"pair {pair.position}: {pair.task.value} repeat {pair.repeat}, {order}{pilot}")
+    click.echo(f"manifest digest: {prepared.digest}")
+    for arm in prepared.manifest.arms:
+        click.echo(f"arm {arm.arm.value} ({arm.context_tokens} context tokens estimated):")
+        click.echo("  " + " ".join(_shown(value) for value in arm.argv))
+    click.echo("Nothing was run: eceb pair run runs the pair, once authorized.")
+
+
+def _shown(value: str) -> str:
+    """``value`` quoted for a POSIX shell when it needs it."""
+    return shlex.quote(value)
