@@ -15,7 +15,8 @@ from eceb_cli.outputs import Output
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.outcome import signal_name
 from eceb_worker.io.provider import DeferredSignals
-from eceb_worker.pipeline.pair_run import BILLING_NOTICE, run_pair
+from eceb_worker.pipeline.pair_approvals import BILLING_NOTICE
+from eceb_worker.pipeline.pair_run import run_pair
 from eceb_worker.pipeline.pair_status import experiment_status
 from eceb_worker.render.pair_status import status_lines
 
@@ -47,8 +48,7 @@ def run(pair_directory: Path) -> None:
     click.echo(BILLING_NOTICE)
     with DeferredSignals() as signals:
         outcome = run_pair(pair_directory, signals, _out, _err)
-    for arm, state in outcome.states:
-        click.echo(f"pair {outcome.position} arm {arm}: {state}")
+    click.echo(f"pair {outcome.position}: " + "; ".join(f"arm {arm} {state}" for arm, state in outcome.states))
     if outcome.signal is not None:
         _err(f"stopped by {signal_name(outcome.signal)}: no further arm started; every journal written is complete")
         sys.exit(128 + outcome.signal)

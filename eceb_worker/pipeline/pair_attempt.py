@@ -26,8 +26,8 @@ directory: what never started leaves no journal. A runner killed after it
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,7 @@ from eceb_worker.families.paired.journal import (
     Request,
 )
 from eceb_worker.families.paired.outcome import answer_problems, attempt_status
+from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME
 from eceb_worker.families.paired.prompts import render_prompt
 from eceb_worker.families.paired.records import ArmCommand, FileDigest
 from eceb_worker.families.paired.transport import Transport, TransportStatus, read_transport
@@ -57,6 +58,7 @@ from eceb_worker.io.git import git_state
 from eceb_worker.io.provider import DeferredSignals, ProviderExit, call_provider, environment_names
 from eceb_worker.pipeline.experiment import file_digest, utc_now, write_record
 from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of
+from eceb_worker.render.pair_status import usage_text
 
 __all__ = ["AttemptReport", "RunnerLog", "run_attempt"]
 
@@ -168,7 +170,7 @@ def _stage(pair: PairRun, arm: ArmCommand, journal: _Journal, attempt_dir: Path,
     schema = _checked_bytes(
         pair.directory / request.pair_schema_path, request.output_schema_digest, "request's output_schema_digest"
     )
-    captured = journal.write("answer.schema.json", schema)
+    captured = journal.write(ANSWER_SCHEMA_NAME, schema)
     invocation = Invocation(
         schema=INVOCATION_SCHEMA,
         argv=arm.argv,
@@ -176,7 +178,7 @@ def _stage(pair: PairRun, arm: ArmCommand, journal: _Journal, attempt_dir: Path,
         executable=freeze.provider,
         stdin=stdin,
         output_schema=FileDigest(
-            path=str(attempt_dir / "answer.schema.json"), blake3=captured.blake3, size=captured.size
+            path=str(attempt_dir / ANSWER_SCHEMA_NAME), blake3=captured.blake3, size=captured.size
         ),
         environment=environment_names(os.environ),
     )
@@ -195,7 +197,7 @@ def _after(
     transport = read_transport(read_input(journal.directory / "provider.jsonl")) if called.spawned else None
     answer: tuple[str, ...] = ()
     if transport is not None and transport.status is TransportStatus.COMPLETED:
-        answer = answer_problems(transport.answer, read_input(journal.directory / "answer.schema.json"))
+        answer = answer_problems(transport.answer, read_input(journal.directory / ANSWER_SCHEMA_NAME))
     status, problems = attempt_status(
         mutated=fingerprint_after != fingerprint_before,
         cancelled=called.cancelled,
@@ -223,8 +225,12 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     attempt_dir = pair.directory / arm.attempt
     if os.path.lexists(attempt_dir):
         raise ExecutionRefused(f"{attempt_dir} exists: the attempt started before, and nothing runs twice")
-    attempt_dir.parent.mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{arm.arm.value}.staging-", dir=attempt_dir.parent))
+    staging = attempt_dir.parent / f".{arm.arm.value}.staging-{secrets.token_hex(4)}"
+    try:
+        attempt_dir.parent.mkdir(exist_ok=True)
+        staging.mkdir()
+    except OSError as exc:
+        raise OutputError(f"{staging}: cannot create: {exc.strerror or exc}") from None
     journal = _Journal(staging)
     try:
         request_digest, invocation_digest = _stage(pair, arm, journal, attempt_dir, attempt_id)
@@ -269,6 +275,11 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     fingerprint_after, transport, status, problems = _after(pair, journal, called, fingerprint_before)
     synthetic = " (synthetic)" if pair.manifest.synthetic else ""
     log.say(f"pair {position} arm {arm.arm.value}: {status.value}{synthetic}")
+    if transport is not None and transport.usage is not None:
+        log.say(f"pair {position} arm {arm.arm.value}: usage {usage_text(transport.usage)}{synthetic}")
+    if transport is not None and transport.partial_usage is not None:
+        shown = usage_text(transport.partial_usage)
+        log.say(f"pair {position} arm {arm.arm.value}: partial usage, never a total: {shown}{synthetic}")
     for problem in problems:
         log.warn(f"pair {position} arm {arm.arm.value}: {problem}")
     journal.write("runner.stdout", "".join(f"{line}\n" for line in log.stdout).encode())

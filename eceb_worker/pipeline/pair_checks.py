@@ -18,12 +18,14 @@ pair out of order, a changed repository or provider) is
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
+from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
 from eceb_worker.families.paired.schedule import ScheduledPair, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
@@ -112,29 +114,18 @@ def _check_schedule(directory: Path, manifest: Manifest) -> list[Problem]:
     return []
 
 
-def _check_attempt_paths(directory: Path, manifest: Manifest) -> list[Problem]:
+def _check_arms(directory: Path, manifest: Manifest) -> list[Problem]:
+    """The arms differ only in their context (:func:`arm_problems`), and each
+    gives its own attempt-local captured schema, in this directory, to ``--output-schema``."""
     where = str(directory / "manifest.json")
-    problems = []
+    problems = arm_problems(manifest, where)
     for index, arm in enumerate(manifest.arms):
-        if arm.attempt != f"attempts/{arm.arm.value}":
-            problems.append(
-                Problem(
-                    file=where, record=f"arms[{index}]", field="attempt", message=f"is not attempts/{arm.arm.value}"
-                )
-            )
-            continue
-        schema = str(directory / arm.attempt / "answer.schema.json")
+        schema = str(directory / arm.attempt / ANSWER_SCHEMA_NAME)
         argv = list(arm.argv)
         given = argv[argv.index("--output-schema") + 1] if "--output-schema" in argv[:-1] else None
-        if given != schema:
-            problems.append(
-                Problem(
-                    file=where,
-                    record=f"arms[{index}]",
-                    field="argv",
-                    message=f"does not give the attempt-local captured schema {schema} to --output-schema",
-                )
-            )
+        if given is not None and given != schema:
+            message = f"gives {given} to --output-schema, not the attempt-local captured schema {schema}"
+            problems.append(Problem(file=where, record=f"arms[{index}]", field="argv", message=message))
     return problems
 
 
@@ -168,8 +159,9 @@ def check_repository(freeze: Freeze) -> GitState:
 
 def check_provider(freeze: Freeze, manifest: Manifest) -> None:
     """Refuse (:class:`ExecutionRefused`) unless the provider executable at the
-    frozen real path has the frozen BLAKE3 and size and every arm's command
-    line runs it: a start is only recorded for a provider that can be spawned."""
+    frozen real path has the frozen BLAKE3 and size, is executable, and every
+    arm's command line runs it: a start is only recorded for a provider that
+    can be spawned."""
     frozen = freeze.provider
     for arm in manifest.arms:
         if not arm.argv or arm.argv[0] != frozen.path:
@@ -181,6 +173,8 @@ def check_provider(freeze: Freeze, manifest: Manifest) -> None:
         raise ExecutionRefused(f"the frozen provider {frozen.path} cannot be read: {exc.strerror or exc}") from None
     if (blake3, size) != (frozen.blake3, frozen.size):
         raise ExecutionRefused(f"the provider at {frozen.path} is not the frozen one (BLAKE3 {blake3}, {size} bytes)")
+    if not os.access(frozen.path, os.X_OK):
+        raise ExecutionRefused(f"the frozen provider {frozen.path} is not executable")
 
 
 def _authorization(experiment: Experiment, freeze_digest: str) -> Authorization:
@@ -193,9 +187,17 @@ def _authorization(experiment: Experiment, freeze_digest: str) -> Authorization:
 
 
 def _check_order(directory: Path, manifest: Manifest, ledger: Ledger) -> None:
-    """Refuse unless every arm of every earlier pair has started and the
-    pair's own executions, if any, are of this directory."""
+    """Refuse unless no spending stop is recorded, an authorized execution
+    remains, every arm of every earlier pair has started and the pair's own
+    executions, if any, are of this directory. (The ledger decides again,
+    in one transaction, when an attempt starts.)"""
+    stops = ledger.stops()
+    if stops:
+        raise ExecutionRefused(f"spending stopped: {stops[0]}")
     entries = ledger.entries()
+    _, authorized = ledger.binding()
+    if len(entries) >= authorized:
+        raise ExecutionRefused(f"all {authorized} authorized executions have started")
     started = {(entry.pair, entry.arm) for entry in entries}
     position = manifest.pair.position
     for pair in plan().pairs:
@@ -226,7 +228,7 @@ def open_pair(directory: Path) -> PairRun:
         problems.append(Problem(file=str(directory / "manifest.json"), field="freeze_digest", message=message))
     problems += _check_files(directory, manifest)
     problems += _check_schedule(directory, manifest)
-    problems += _check_attempt_paths(directory, manifest)
+    problems += _check_arms(directory, manifest)
     if problems:
         raise InputError(problems)
     task, checks = _read_task(directory, manifest, freeze)

@@ -10,7 +10,9 @@ before (a complete or an incomplete journal, or a start the ledger holds)
 never runs again, nothing is retried and no conversation is resumed. No
 further arm starts after a cancelled attempt, after a ``mutated`` one (the
 repository changed) or after a spending stop; before each later arm the
-repository and the provider are checked again.
+repository and the provider are checked again, and a later arm the ledger
+refuses (its authorized count used up) leaves the earlier attempts' outcome
+to decide the exit code.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 from eceb_worker.errors import ExecutionRefused
 from eceb_worker.families.paired.journal import AttemptStatus
@@ -27,10 +28,7 @@ from eceb_worker.pipeline.pair_attempt import AttemptReport, RunnerLog, run_atte
 from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
 from eceb_worker.pipeline.pair_status import arm_state
 
-__all__ = ["BILLING_NOTICE", "PairOutcome", "run_pair"]
-
-BILLING_NOTICE: Final = "One pair bounds the execution count, not the charges. The adapter has no hard billing ceiling."
-"""Printed by every run (the seed's "Paid experiment preflight conditions")."""
+__all__ = ["PairOutcome", "run_pair"]
 
 
 @dataclass(frozen=True)
@@ -99,10 +97,16 @@ def run_pair(
                 continue
             if signals.received is not None:
                 break
-            if reports:
-                pair.repository = check_repository(pair.freeze)
-                check_provider(pair.freeze, pair.manifest)
-            report = run_attempt(pair, index, signals, RunnerLog(out, err))
+            try:
+                if reports:
+                    pair.repository = check_repository(pair.freeze)
+                    check_provider(pair.freeze, pair.manifest)
+                report = run_attempt(pair, index, signals, RunnerLog(out, err))
+            except ExecutionRefused as refused:
+                if not reports:
+                    raise
+                stopped = f"refused: {refused}"  # what already ran keeps its outcome
+                break
             if report is None:
                 break
             reports.append(report)

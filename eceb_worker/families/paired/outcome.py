@@ -10,8 +10,10 @@ completed single turn) against the captured answer schema;
 that explain it. The ranking (docs/INTERPRETATIONS.md, "How an attempt's
 status is decided"): ``mutated`` outranks every other status, then
 ``cancelled``, ``timed_out``, ``spawn_failed``; then the transport's own
-status (``malformed``, ``incompatible``, ``failed``, ``partial``); then a
-provider that exited non-zero or by a signal (``failed``); then the answer
+status (``malformed``, ``incompatible``, ``failed``, and ``partial`` unless
+the provider exited non-zero or by a signal: then ``failed``); then a
+completed stream of a provider that exited non-zero or by a signal
+(``failed``); then the answer
 (``malformed`` when it is not one JSON value valid against the schema);
 else ``completed``. Pure.
 """
@@ -123,21 +125,21 @@ def attempt_status(
         problems.extend(f"provider.jsonl {problem}" for problem in transport.problems)
         if transport.status is TransportStatus.COMPLETED:
             problems.extend(answer)
-    ranked = [
+    if transport is None and spawn_error is None and cancelled is None:
+        problems.append("no provider output")
+    shown = transport.status if transport is not None else None
+    by_transport = _BY_TRANSPORT.get(shown) if shown is not None else None
+    ended_badly = exit_code != 0  # a non-zero exit, or a signal
+    ranked = (
         (mutated, AttemptStatus.MUTATED),
         (cancelled is not None, AttemptStatus.CANCELLED),
         (timed_out, AttemptStatus.TIMED_OUT),
         (spawn_error is not None, AttemptStatus.SPAWN_FAILED),
-    ]
-    for shown, status in ranked:
-        if shown:
-            return status, tuple(problems)
-    if transport is None:  # never ran, for no reason above: nothing to read
-        return AttemptStatus.FAILED, (*problems, "no provider output")
-    if transport.status in _BY_TRANSPORT:
-        return _BY_TRANSPORT[transport.status], tuple(problems)
-    if exit_code != 0:  # a completed stream from a provider that did not exit 0
-        return AttemptStatus.FAILED, tuple(problems)
-    if answer:
-        return AttemptStatus.MALFORMED, tuple(problems)
-    return AttemptStatus.COMPLETED, ()
+        (shown is None, AttemptStatus.FAILED),  # never ran, for no reason above: nothing to read
+        (shown is TransportStatus.PARTIAL and ended_badly, AttemptStatus.FAILED),  # failed before closing its turn
+        (by_transport is not None, by_transport or AttemptStatus.FAILED),
+        (ended_badly, AttemptStatus.FAILED),  # a completed stream from a provider that did not exit 0
+        (bool(answer), AttemptStatus.MALFORMED),
+    )
+    status = next((status for condition, status in ranked if condition), AttemptStatus.COMPLETED)
+    return status, tuple(problems)
