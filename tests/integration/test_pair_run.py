@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,23 @@ def test_a_provider_past_its_timeout_is_stopped_and_timed_out(tmp_path: Path) ->
 def test_status_of_a_directory_that_is_no_experiment_is_bad_input(tmp_path: Path) -> None:
     done = PairExperiment(tmp_path).eceb("pair", "status", str(tmp_path))
     assert done.returncode == 3 and "not an experiment directory: no freeze.json" in done.stderr
+
+
+def test_status_reports_what_the_journals_and_the_ledger_disagree_on(experiment: PairExperiment) -> None:
+    pair = experiment.ready()
+    assert experiment.run(pair).returncode == 0
+    with sqlite3.connect(experiment.dir / "ledger.sqlite") as db:
+        db.execute("UPDATE executions SET outcome = 'failed' WHERE arm = 'A'")
+    db.close()
+    (pair / "attempts" / "A" / "runner.stdout").write_text("rewritten\n")
+    shutil.rmtree(pair / "attempts" / "B")
+    (pair / "attempts" / "B").mkdir()
+    (pair / "attempts" / "B" / "attempt-start.json").write_text("{}")
+    status = experiment.status()
+    assert [arm["state"] for arm in status["pairs"][0]["arms"]] == ["completed", "incomplete journal"]
+    shown = status["inconsistencies"]
+    assert any("the ledger says failed" in item and item.endswith("attempt.json says completed") for item in shown)
+    assert any("the ledger says completed, no valid attempt.json" in item for item in shown), shown
+    assert f"{pair / 'attempts' / 'A' / 'runner.stdout'}: changed since attempt.json bound it" in shown
+    text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
+    assert "inconsistencies: 3" in text
