@@ -22,6 +22,7 @@ from tests.support.codex_cli import (
     require_codex,
     shapes,
 )
+from tests.support.fake_codex import OPTIONS
 from tests.support.paths import REPO
 from tests.support.provider import example_prompt, example_repository, provider_env
 
@@ -55,6 +56,20 @@ def test_exec_help_lists_every_flag_the_adapter_uses(codex: str, tmp_path: Path)
         "-C",
     }
     assert used <= listed, used - listed
+
+
+def test_the_fake_knows_every_flag_the_real_exec_lists(codex: str) -> None:
+    done = subprocess.run([codex, "exec", "--help"], capture_output=True, text=True, timeout=60, check=True)
+    listed = {}
+    for line in done.stdout.splitlines():
+        match = re.match(r"\s+(?:(-\w), )?(--[\w-]+)(?: <([^>]+)>)?", line)
+        if match and match.group(2) not in {"--help", "--version"}:
+            listed[(match.group(1), match.group(2))] = match.group(3)
+    fake = {
+        (flags[0] if len(flags[0]) == 2 else None, next(f for f in flags if f.startswith("--"))): value
+        for flags, value, _ in OPTIONS
+    }
+    assert fake == listed
 
 
 @pytest.mark.parametrize("speed_tier", ["standard", "priority"])

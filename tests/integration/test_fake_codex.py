@@ -182,7 +182,7 @@ def test_per_arm_scenarios_and_the_invocation_log(bench: Path, tmp_path: Path) -
         ("A", "ok", str(bench / "repo")),
         ("B", "fail", str(bench / "repo")),
     ]
-    assert records[0]["argv"][1:3] == ["exec", "--json"]
+    assert records[0]["argv"] == argv(bench, "explanation")
 
 
 def test_mutate_writes_into_the_repository(bench: Path) -> None:

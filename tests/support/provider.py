@@ -46,6 +46,8 @@ def fake_codex_wrapper() -> bytes:
     return (
         "#!/bin/sh\n"
         "# The fake codex of eceb's tests: synthetic usage, not a provider.\n"
+        'FAKE_CODEX_ARGV0="$0"\n'
+        "export FAKE_CODEX_ARGV0\n"
         f'exec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE_CODEX))} "$@"\n'
     ).encode()
 
