@@ -97,9 +97,67 @@ def test_a_failed_turn_keeps_its_usage_as_partial() -> None:
     assert transport.usage is None
     assert transport.partial_usage is not None and transport.partial_usage.input_tokens == 1200
     assert transport.problems == ("line 3: the turn failed: stream disconnected before completion",)
-    error = read_transport(stream({"type": "error", "message": "Reconnecting... 1/5"}))
+
+
+WARNING = {"type": "error", "message": "Model metadata for `gpt-5-codex` not found."}
+RECONNECTING = {"type": "error", "message": "Reconnecting... 1/2 (stream disconnected before completion)"}
+
+
+def test_a_warning_item_before_the_turn_is_kept_as_evidence() -> None:
+    events = completed_turn({"type": "agent_message", "text": "a"})
+    events.insert(1, {"type": "item.completed", "item": {"id": "item_0", **WARNING}})
+    transport = read_transport(stream(*events))
+    assert transport.status is TransportStatus.COMPLETED
+    assert transport.warnings == ("line 2: Model metadata for `gpt-5-codex` not found.",)
+    assert transport.answer == "a"
+
+
+def test_any_other_item_outside_a_turn_is_malformed() -> None:
+    events = completed_turn({"type": "agent_message", "text": "a"})
+    events.insert(1, {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "b"}})
+    transport = read_transport(stream(*events))
+    assert transport.status is TransportStatus.MALFORMED
+    assert transport.problems == ("line 2: item.completed of type 'agent_message' outside a turn",)
+    no_message = read_transport(stream({"type": "item.completed", "item": {"id": "i", "type": "error"}}))
+    assert no_message.status is TransportStatus.MALFORMED
+
+
+def test_errors_during_a_turn_do_not_end_it() -> None:
+    events = completed_turn({"type": "agent_message", "text": "a"})
+    events.insert(2, RECONNECTING)
+    transport = read_transport(stream(*events))
+    assert transport.status is TransportStatus.COMPLETED
+    assert transport.errors == ("line 3: Reconnecting... 1/2 (stream disconnected before completion)",)
+    assert transport.problems == ()
+    ended_open = read_transport(stream(*events[:-1]))
+    assert ended_open.status is TransportStatus.PARTIAL
+    assert ended_open.problems == (
+        "line 3: error: Reconnecting... 1/2 (stream disconnected before completion)",
+        "the stream ended before its turn completed",
+    )
+
+
+def test_a_stream_without_a_turn_failed_when_it_reported_an_error_else_partial() -> None:
+    error = read_transport(stream({"type": "thread.started", "thread_id": "t"}, RECONNECTING))
     assert error.status is TransportStatus.FAILED
-    assert error.problems == ("line 1: error: Reconnecting... 1/5",)
+    assert error.problems == (
+        "line 2: error: Reconnecting... 1/2 (stream disconnected before completion)",
+        "the stream reported an error without starting a turn",
+    )
+    for data in (b"", stream({"type": "thread.started", "thread_id": "t"})):
+        empty = read_transport(data)
+        assert empty.status is TransportStatus.PARTIAL
+        assert empty.problems == ("the stream ended before a turn started",)
+
+
+def test_an_error_after_the_completed_turn_fails_the_attempt() -> None:
+    events = [*completed_turn({"type": "agent_message", "text": "a"}), RECONNECTING]
+    transport = read_transport(stream(*events))
+    assert transport.status is TransportStatus.FAILED
+    assert transport.usage is None and transport.partial_usage is not None
+    assert transport.problems[-1] == "the stream reported an error after its turn completed"
+    malformed = read_transport(stream({"type": "error", "message": 3}))
+    assert malformed.status is TransportStatus.MALFORMED
 
 
 @pytest.mark.parametrize(

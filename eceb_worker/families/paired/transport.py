@@ -13,16 +13,31 @@ line, each with a ``type``:
   changes, tool calls, ...);
 - ``turn.completed`` (``usage``: ``input_tokens``, ``cached_input_tokens``,
   ``output_tokens``, ``reasoning_output_tokens``), or ``turn.failed``
-  (``error.message``);
-- ``error`` (``message``): a failure of the stream itself.
+  (``error.message``): the end of the turn;
+- ``error`` (``message``): an error the CLI reports while it works, e.g.
+  ``Reconnecting... 1/5 (...)`` before it retries. Codex CLI 0.171.0
+  writes it before ``turn.failed`` and while it retries a dropped
+  connection, so it does not by itself end the turn
+  (tests/fixtures/codex/network-failure.jsonl);
+- items of type ``error`` (``message``): warnings, e.g. that the model's
+  metadata is unknown; Codex CLI 0.171.0 writes one before
+  ``turn.started``. They are the only items allowed outside a turn.
 
 :func:`read_transport` reads the bytes as retained and never guesses: a line
-that is not a JSON object, an unknown event type or an event of an unexpected
-shape makes the transport ``malformed``; more than one turn makes it
-``incompatible`` (the comparison is of single-turn attempts); a stream that
-ends without closing its turn is ``partial``, and its usage, if any was seen,
-is never a total. The usage of ``turn.completed`` is the thread's running
-total: it is taken once, from the completed turn, never summed.
+that is not a JSON object, an unknown event type, an event of an unexpected
+shape or an item other than a warning outside a turn makes the transport
+``malformed``; more than one turn makes it ``incompatible`` (the comparison
+is of single-turn attempts); a turn closed by ``turn.failed`` is ``failed``;
+a stream that ends with its turn open is ``partial``, whatever errors it
+reported on the way, and its usage, if any was seen, is never a total. A
+stream that never started a turn is ``failed`` when it reported an
+``error`` (the provider said it failed before any turn) and ``partial``
+otherwise (e.g. an empty stream). An ``error`` after ``turn.completed``
+makes the attempt ``failed``: the completed turn does not account for it.
+The usage of ``turn.completed`` is the thread's running total: it is taken
+once, from the completed turn, never summed. Warnings and errors are kept as
+evidence (:attr:`Transport.warnings`, :attr:`Transport.errors`) whatever the
+status.
 
 Pure: bytes in, a :class:`Transport` out.
 """
@@ -41,8 +56,10 @@ class TransportStatus(enum.Enum):
     """How the captured stream ended.
 
     - ``completed``: one turn, closed by ``turn.completed`` with its usage.
-    - ``failed``: the turn failed (``turn.failed``) or the stream reported an ``error``.
-    - ``partial``: the stream ended with its turn still open (or none started).
+    - ``failed``: the turn failed (``turn.failed``), or the stream reported an
+      ``error`` without starting a turn or after completing it.
+    - ``partial``: the stream ended with its turn still open, or without
+      starting a turn or reporting an error.
     - ``incompatible``: well-formed, but not a single-turn attempt.
     - ``malformed``: a line that is not an event of a known type and shape.
     """
@@ -93,6 +110,10 @@ class Transport(msgspec.Struct, frozen=True, kw_only=True):
         thread_id: from ``thread.started``, or ``None``.
         turns: turns started.
         agent_messages: the text of each completed ``agent_message``, in order.
+        warnings: the message of each completed item of type ``error``, in
+            order, each naming its line (``"line 2: Model metadata ..."``).
+        errors: the message of each ``error`` event, in order, each naming
+            its line (``"line 4: Reconnecting... 1/2 (...)"``).
         commands: each completed ``command_execution``, in order.
         usage: the completed turn's usage; ``None`` unless ``completed``.
         partial_usage: a usage seen in a stream that is not ``completed``
@@ -107,6 +128,8 @@ class Transport(msgspec.Struct, frozen=True, kw_only=True):
     commands: tuple[Command, ...]
     usage: Usage | None
     partial_usage: Usage | None
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
 
     @property
     def answer(self) -> str | None:
@@ -158,6 +181,7 @@ class _Reading:
         self.problems: list[str] = []
         self.malformed = False
         self.failed = False
+        self.error_after_turn = False
         self.thread_id: str | None = None
         self.turns = 0
         self.open_turn = False
@@ -165,6 +189,8 @@ class _Reading:
         self.messages: list[str] = []
         self.commands: list[Command] = []
         self.usage: Usage | None = None
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
 
     def bad(self, line: int, message: str) -> None:
         self.malformed = True
@@ -198,17 +224,28 @@ class _Reading:
             self.problems.append(f"line {line}: the turn failed: {message if isinstance(message, str) else '?'}")
             if "usage" in event:
                 self.usage = _usage(event["usage"])
-        else:  # error
+        else:  # error: evidence; not by itself the end of the turn
             message = event.get("message")
-            self.failed = True
-            self.problems.append(f"line {line}: error: {message if isinstance(message, str) else '?'}")
+            if not isinstance(message, str):
+                self.bad(line, "error without its message")
+                return
+            self.errors.append(f"line {line}: {message}")
+            self.problems.append(f"line {line}: error: {message}")
+            if self.closed and not self.open_turn:
+                self.error_after_turn = True
 
     def item(self, line: int, kind: str, item: Any) -> None:
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             self.bad(line, f"{kind} without an item of a type")
             return
+        if item["type"] == "error":
+            if not isinstance(item.get("message"), str):
+                self.bad(line, f"{kind} of type error without its message")
+            elif kind == "item.completed":
+                self.warnings.append(f"line {line}: {item['message']}")
+            return
         if not self.open_turn:
-            self.bad(line, f"{kind} outside a turn")
+            self.bad(line, f"{kind} of type {item['type']!r} outside a turn")
             return
         if kind != "item.completed":
             return
@@ -225,16 +262,25 @@ class _Reading:
             self.commands.append(command)
 
     def status(self) -> TransportStatus:
-        if self.malformed:
-            return TransportStatus.MALFORMED
-        if self.turns > 1:
-            self.problems.append(f"{self.turns} turns: an attempt is one turn")
-            return TransportStatus.INCOMPATIBLE
-        if self.failed:
-            return TransportStatus.FAILED
-        if not self.closed:
-            self.problems.append("the stream ended before its turn completed")
-            return TransportStatus.PARTIAL
+        """The status the stream shows (the first rule that holds), its reason added to the problems."""
+        rules: tuple[tuple[bool, TransportStatus, str | None], ...] = (
+            (self.malformed, TransportStatus.MALFORMED, None),
+            (self.turns > 1, TransportStatus.INCOMPATIBLE, f"{self.turns} turns: an attempt is one turn"),
+            (self.failed, TransportStatus.FAILED, None),
+            (
+                self.turns == 0 and bool(self.errors),
+                TransportStatus.FAILED,
+                "the stream reported an error without starting a turn",
+            ),
+            (self.turns == 0, TransportStatus.PARTIAL, "the stream ended before a turn started"),
+            (not self.closed, TransportStatus.PARTIAL, "the stream ended before its turn completed"),
+            (self.error_after_turn, TransportStatus.FAILED, "the stream reported an error after its turn completed"),
+        )
+        for holds, status, problem in rules:
+            if holds:
+                if problem is not None:
+                    self.problems.append(problem)
+                return status
         return TransportStatus.COMPLETED
 
 
@@ -268,4 +314,6 @@ def read_transport(data: bytes) -> Transport:
         commands=tuple(reading.commands),
         usage=reading.usage if completed else None,
         partial_usage=None if completed else reading.usage,
+        warnings=tuple(reading.warnings),
+        errors=tuple(reading.errors),
     )
