@@ -91,13 +91,19 @@ def freeze(benchmark: Path, repository: Path, into: Path) -> None:
     default=None,
     help="Executions authorized (default and maximum: the freeze's authorized execution count).",
 )
+@click.option(
+    "--freeze-digest",
+    default=None,
+    metavar="DIGEST",
+    help="The freeze digest you reviewed (eceb pair freeze printed it); another freeze is refused.",
+)
 @handle_errors
-def authorize_command(experiment: Path, approver: str, executions: int | None) -> None:
+def authorize_command(experiment: Path, approver: str, executions: int | None, freeze_digest: str | None) -> None:
     """Record G3: a person's authorization of paid execution, bound to the
     freeze digest (EXPERIMENT/authorization.json), and create the execution
     ledger (EXPERIMENT/ledger.sqlite). Recorded once."""
-    record, freeze_digest = authorize(experiment, approver=approver, executions=executions)
-    click.echo(f"authorized {record.authorized_executions} executions of freeze {freeze_digest}")
+    record, digest = authorize(experiment, approver=approver, executions=executions, freeze_digest=freeze_digest)
+    click.echo(f"authorized {record.authorized_executions} executions of freeze {digest}")
     click.echo(f"approver: {record.approver}")
     click.echo(f"wrote {Path(experiment).resolve() / 'authorization.json'} and ledger.sqlite")
     click.echo(BILLING_NOTICE)

@@ -60,8 +60,8 @@ def identify_executable(
     """
     located = locate_executable(name, base)
     if located is None:
-        place = f"relative to {base}" if "/" in name else "on PATH"
-        raise _problem(where, f"executable {name!r} not found {place}")
+        place = "" if name.startswith("/") else f" relative to {base}" if "/" in name else " on PATH"
+        raise _problem(where, f"executable {name!r} not found{place} (or not an executable file)")
     real = Path(os.path.realpath(located))
     try:
         with real.open("rb") as stream:

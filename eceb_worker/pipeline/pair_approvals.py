@@ -24,11 +24,9 @@ from typing import Final
 
 import msgspec
 
-from eceb_worker.core.canonical import canonical_json
-from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
 from eceb_worker.families.paired.journal import Attempt
-from eceb_worker.families.paired.pairs import PAIR_DIRECTORY
+from eceb_worker.families.paired.pairs import PAIR_DIRECTORY, pilot_evidence_digest
 from eceb_worker.families.paired.records import (
     AUTHORIZATION_SCHEMA,
     CONTINUATION_SCHEMA,
@@ -47,7 +45,6 @@ __all__ = [
     "authorize",
     "find_pilot",
     "pilot_evidence",
-    "pilot_evidence_digest",
     "stop_spending",
 ]
 
@@ -55,7 +52,9 @@ BILLING_NOTICE: Final = "One pair bounds the execution count, not the charges. T
 """What every authorization and run says (the seed's words)."""
 
 
-def authorize(root: Path, *, approver: str, executions: int | None = None) -> tuple[Authorization, str]:
+def authorize(
+    root: Path, *, approver: str, executions: int | None = None, freeze_digest: str | None = None
+) -> tuple[Authorization, str]:
     """Record G3 for the experiment at ``root``: ``authorization.json``
     binding the freeze digest, granting ``executions`` (default: the
     freeze's ``authorized_executions``; never more), and a new
@@ -65,35 +64,40 @@ def authorize(root: Path, *, approver: str, executions: int | None = None) -> tu
     Raises :class:`ExecutionRefused` when already authorized (an
     authorization or a ledger exists); :class:`InputError` when
     ``freeze.json`` is missing, invalid or changed, or ``executions`` is
-    more than the freeze allows or zero."""
+    more than the freeze allows or zero, or ``freeze.json`` is not the
+    freeze ``freeze_digest`` names (:class:`ExecutionRefused`)."""
     experiment = Experiment(root)
     for path in (experiment.authorization, experiment.ledger):
         if os.path.lexists(path):
             raise ExecutionRefused(f"{path}: exists: the experiment is already authorized (G3 is recorded once)")
-    freeze, freeze_digest = read_record(experiment.freeze, Freeze)
+    freeze, digest = read_record(experiment.freeze, Freeze)
+    if freeze_digest is not None and freeze_digest != digest:
+        raise ExecutionRefused(
+            f"{experiment.freeze}: its digest {digest} is not the freeze {freeze_digest} being authorized"
+        )
     count = freeze.authorized_executions if executions is None else executions
     if not 1 <= count <= freeze.authorized_executions:
         message = f"{count} executions: the freeze allows from 1 to {freeze.authorized_executions}"
         raise InputError([Problem(file=str(experiment.freeze), field="authorized_executions", message=message)])
     record = Authorization(
         schema=AUTHORIZATION_SCHEMA,
-        freeze_digest=freeze_digest,
+        freeze_digest=digest,
         authorized_executions=count,
         approver=approver,
         statement=(
             f"{approver} authorizes at most {count} paid executions of the experiment frozen as "
-            f"{freeze_digest}, in the schedule's order. {BILLING_NOTICE}"
+            f"{digest}, in the schedule's order. {BILLING_NOTICE}"
         ),
         recorded_at=utc_now(),
     )
-    ledger = Ledger.create(experiment.ledger, freeze_digest=freeze_digest, authorized_executions=count)
+    ledger = Ledger.create(experiment.ledger, freeze_digest=digest, authorized_executions=count)
     ledger.close()
     try:
         write_record(experiment.authorization, record)
     except BaseException:
         experiment.ledger.unlink(missing_ok=True)  # created just now: no execution can have started
         raise
-    return record, freeze_digest
+    return record, digest
 
 
 def stop_spending(root: Path, reason: str) -> None:
@@ -111,21 +115,13 @@ class PilotEvidence(msgspec.Struct, frozen=True, kw_only=True):
     """The pilot's evidence: its ``pair`` directory name, its manifest's
     digest, the digests of its two ``attempt.json`` in the order the arms
     ran, their attempt ids, and ``digest``
-    (:func:`pilot_evidence_digest` of the three)."""
+    (:func:`~eceb_worker.families.paired.pairs.pilot_evidence_digest` of the three)."""
 
     pair: str
     manifest: str
     attempts: tuple[str, str]
     attempt_ids: tuple[str, str]
     digest: str
-
-
-def pilot_evidence_digest(manifest: str, first: str, second: str) -> str:
-    """BLAKE3 of the canonical JSON list ``[manifest, first, second]``: the
-    pilot pair's manifest digest and the digests of the ``attempt.json`` of
-    the arm that ran first and of the one that ran second. What a
-    continuation approval binds."""
-    return digest_bytes(canonical_json([manifest, first, second]))
 
 
 def find_pilot(experiment: Experiment) -> Path:

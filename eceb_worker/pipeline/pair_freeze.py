@@ -133,6 +133,47 @@ def _declaration(
     return path, declaration, FileDigest(path=path, blake3=digest_bytes(data), size=len(data)), pinned[0]
 
 
+class _Pinned(msgspec.Struct, frozen=True, kw_only=True):
+    """What git says of the repository: its state, the declaration (record,
+    digest, blob id; ``None`` when it has problems) and the source pins."""
+
+    state: GitState
+    declaration: Declaration | None
+    digest: FileDigest | None
+    blob: str | None
+    sources: tuple[SourcePin, ...]
+
+
+def _repository(
+    repository: Path, tasks: dict[TaskKind, tuple[str, TaskSpec]], problems: list[Problem]
+) -> _Pinned | None:
+    """The repository's checks: a clean tree, the tracked declaration, the
+    declared sources and every task's paths at HEAD; problems appended.
+    ``None`` when git cannot read the repository at all."""
+    if not repository.is_dir():
+        problems.append(Problem(file=str(repository), message="the repository is not a directory"))
+        return None
+    try:
+        state = git_state(repository)
+    except InputError as exc:
+        problems += exc.problems
+        return None
+    problems += preflight.dirty_problems(str(repository), state.status)
+    path, declaration, digest, blob = _declaration(repository, state, tasks, problems)
+    objects = {
+        name: object_at(repository, state.head, name)
+        for name in preflight.repository_paths([task for _, task in tasks.values()], declaration)
+        if name == "." or not path_problems(name)
+    }
+    pins: list[SourcePin] = []
+    if declaration is not None:
+        pins, found = preflight.source_pins(declaration, objects, f"{repository}/{path}", state.head)
+        problems += found
+    for file, task in tasks.values():
+        problems += preflight.task_problems(file, task, declaration, objects, state.head)
+    return _Pinned(state=state, declaration=declaration, digest=digest, blob=blob, sources=tuple(pins))
+
+
 def _relative(*parts: str) -> str:
     """A benchmark-relative file name, normalized (``tasks/x.schema.json``)."""
     return posixpath.normpath(posixpath.join(*parts))
@@ -161,8 +202,7 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
     benchmark = decode_document(benchmark_data, PairBenchmark, file=benchmark_file)
     base = benchmark_path.resolve().parent
     shown = benchmark_path.parent
-    if not repository.is_dir():
-        raise InputError([Problem(file=str(repository), message="the repository is not a directory")])
+    _check_destination(experiment, repository, [])
     reader = _Reader()
     problems = reader.problems
     problems += preflight.control_problems(benchmark, benchmark_file)
@@ -190,22 +230,7 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
         problems += preflight.answer_schema_problems(schema, str(shown / schema_name))
         frozen_tasks.append(FrozenTask(kind=kind, id=task.id, file=task_digest, answer_schema=schema_digest))
 
-    state = git_state(repository)
-    problems += preflight.dirty_problems(str(repository), state.status)
-    declaration_path, declaration, declaration_digest, declaration_object = _declaration(
-        repository, state, tasks, problems
-    )
-    objects = {
-        path: object_at(repository, state.head, path)
-        for path in preflight.repository_paths([task for _, task in tasks.values()], declaration)
-        if path == "." or not path_problems(path)
-    }
-    pins: list[SourcePin] = []
-    if declaration is not None and declaration_digest is not None:
-        pins, found = preflight.source_pins(declaration, objects, f"{repository}/{declaration_path}", state.head)
-        problems += found
-    for file, task in tasks.values():
-        problems += preflight.task_problems(file, task, declaration, objects, state.head)
+    pinned = _repository(repository, tasks, problems)
 
     overview_digest, overview = reader.digest(base / benchmark.overview, _relative(benchmark.overview))
     inputs.append(shown / benchmark.overview)
@@ -228,8 +253,9 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
     if problems:
         raise InputError(problems)
     assert overview_digest is not None and criteria is not None and rubric is not None
-    assert declaration_digest is not None and declaration_object is not None
-    assert cue is not None and provider is not None
+    assert pinned is not None and pinned.declaration is not None and pinned.digest is not None
+    assert pinned.blob is not None and cue is not None and provider is not None
+    state, declaration = pinned.state, pinned.declaration
     record = Freeze(
         schema=FREEZE_SCHEMA,
         label=benchmark.label,
@@ -245,10 +271,10 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
             fingerprint=state.fingerprint,
             clean=state.clean,
         ),
-        declaration=declaration_digest,
-        declaration_object=declaration_object,
-        sources=tuple(pins),
-        checks=declaration.checks if declaration is not None else (),
+        declaration=pinned.digest,
+        declaration_object=pinned.blob,
+        sources=pinned.sources,
+        checks=declaration.checks,
         tasks=tuple(frozen_tasks),
         overview=overview_digest,
         overview_tokens=estimate_tokens(overview_digest.size),

@@ -136,7 +136,10 @@ def _frozen_inputs(freeze: Freeze, pair: ScheduledPair) -> _Inputs:
     benchmark_path = Path(freeze.benchmark.path)
     base = benchmark_path.parent
     benchmark = verified_bytes(benchmark_path, freeze.benchmark, problems)
-    frozen_task = next(task for task in freeze.tasks if task.kind is pair.task)
+    frozen_task = next((task for task in freeze.tasks if task.kind is pair.task), None)
+    if frozen_task is None:
+        message = f"freezes no {pair.task.value} task"
+        raise InputError([Problem(file=freeze.benchmark.path, field="tasks", message=message)])
     task = verified_bytes(base / frozen_task.file.path, frozen_task.file, problems)
     schema = verified_bytes(base / frozen_task.answer_schema.path, frozen_task.answer_schema, problems)
     overview = verified_bytes(base / freeze.overview.path, freeze.overview, problems)

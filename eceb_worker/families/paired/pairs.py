@@ -5,6 +5,7 @@ setting, and answer schema"; "Unique task-pair-* directories").
 
 - :func:`pair_directory_name`: ``task-pair-NN-KIND-rR-XXXXXXXX``.
 - :func:`cue_problems`: a cue's bytes are a ``repocue/task-cue-1`` document of the task.
+- :func:`pilot_evidence_digest`: what a continuation approval binds.
 - :func:`arm_problems`: a manifest's two arms differ only in their context;
   shared by ``eceb pair prepare`` (before a manifest is written) and
   ``eceb pair run`` (before an attempt starts).
@@ -17,6 +18,8 @@ from typing import Any, Final
 
 import msgspec
 
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import Problem
 from eceb_worker.families.paired.prompts import codex_argv
 from eceb_worker.families.paired.records import Manifest
@@ -29,6 +32,7 @@ __all__ = [
     "arm_problems",
     "cue_problems",
     "pair_directory_name",
+    "pilot_evidence_digest",
 ]
 
 CUE_SCHEMA: Final = "repocue/task-cue-1"
@@ -144,3 +148,13 @@ def arm_problems(manifest: Manifest, file: str) -> list[Problem]:
     if len(stripped) == 2 and stripped[0] != stripped[1]:
         problem("arms[1]", "argv", f"differs from arm {first.arm.value}'s command line beyond its attempt directory")
     return problems
+
+
+def pilot_evidence_digest(manifest: str, first: str, second: str) -> str:
+    """BLAKE3 (64 hex) of the canonical JSON list ``[manifest, first,
+    second]``: the pilot pair's manifest digest and the digests of the
+    ``attempt.json`` of the arm that ran first and of the one that ran
+    second. What a continuation approval binds (the seed: "Continuation
+    requires explicit approval"); read from disk by
+    :func:`eceb_worker.pipeline.pair_approvals.pilot_evidence`."""
+    return digest_bytes(canonical_json([manifest, first, second]))
