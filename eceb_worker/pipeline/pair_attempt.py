@@ -241,7 +241,10 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    os.rename(staging, attempt_dir)
+    try:  # the ledger holds the start: this arm is ours alone, and attempt_dir was absent
+        os.rename(staging, attempt_dir)
+    except OSError as exc:
+        raise OutputError(f"{attempt_dir}: cannot commit the attempt's journal: {exc.strerror or exc}") from None
     journal.directory = attempt_dir
     started_at = utc_now()
     fingerprint_before = pair.repository.fingerprint
