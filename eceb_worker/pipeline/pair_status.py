@@ -77,7 +77,12 @@ def _recorded(attempt: Path, attempt_id: str, entry: LedgerEntry | None, inconsi
 
 
 def _arm(
-    directory: Path, arm: Arm, attempt_path: str, entries: dict[str, LedgerEntry], inconsistent: list[str]
+    directory: Path,
+    arm: Arm,
+    attempt_path: str,
+    entries: dict[str, LedgerEntry],
+    inconsistent: list[str],
+    synthetic: bool,
 ) -> ArmState:
     """The state of one arm of the pair in ``directory``; its ledger entry is taken out of ``entries``."""
     attempt = directory / attempt_path
@@ -113,7 +118,9 @@ def _arm(
     if stream.is_file():  # whatever usage the stream shows is partial: the journal is incomplete
         transport = read_transport(read_input(stream))
         partial = transport.usage or transport.partial_usage
-    return ArmState(arm=arm, attempt_id=attempt_id, state=INCOMPLETE, synthetic=None, usage=None, partial_usage=partial)
+    return ArmState(
+        arm=arm, attempt_id=attempt_id, state=INCOMPLETE, synthetic=synthetic, usage=None, partial_usage=partial
+    )
 
 
 def _pair(directory: Path, entries: dict[str, LedgerEntry], inconsistent: list[str]) -> PairState:
@@ -122,7 +129,9 @@ def _pair(directory: Path, entries: dict[str, LedgerEntry], inconsistent: list[s
     except InputError as exc:
         inconsistent.append(f"{directory / 'manifest.json'}: {exc}")
         return PairState(directory=directory.name, position=None, task=None, repeat=None, pilot=None, arms=())
-    arms = tuple(_arm(directory, arm.arm, arm.attempt, entries, inconsistent) for arm in manifest.arms)
+    arms = tuple(
+        _arm(directory, arm.arm, arm.attempt, entries, inconsistent, manifest.synthetic) for arm in manifest.arms
+    )
     shown = manifest.pair
     return PairState(
         directory=directory.name,

@@ -57,11 +57,11 @@ def test_a_killed_runner_leaves_an_incomplete_journal_never_restarted(tmp_path: 
     assert sorted(p.name for p in attempt.iterdir()) == sorted(JOURNAL_ORDER[:9])
     status = experiment.status()
     arm = status["pairs"][0]["arms"][0]
-    assert (arm["state"], arm["usage"]) == ("incomplete journal", None)
+    assert (arm["state"], arm["usage"], arm["synthetic"]) == ("incomplete journal", None, True)
     assert arm["partial_usage"]["input_tokens"] > 0  # the stream completed, and still its usage is never a total
     assert (status["executions"][0]["outcome"], status["remaining"]) == (None, 17)
     text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
-    assert "  arm A: incomplete journal" in text and "partial usage (never a total): input" in text
+    assert "  arm A: incomplete journal (synthetic)" in text and "partial usage (never a total): input" in text
     done = experiment.run(pair)
     assert done.returncode == 1, done.stderr
     assert "pair 1 arm A: started before, never run again" in done.stdout

@@ -33,7 +33,8 @@ class ArmState(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
     Fields: ``arm``; ``attempt_id``; ``state`` (an attempt status,
     :data:`INCOMPLETE` or :data:`NOT_STARTED`); ``synthetic`` (from the
-    attempt record; ``None`` without one); ``usage`` (a completed turn's
+    attempt record, or for an incomplete journal the manifest; ``None``
+    when not started); ``usage`` (a completed turn's
     total) and ``partial_usage`` (never a total), from ``attempt.json``.
     """
 
