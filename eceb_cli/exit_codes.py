@@ -5,7 +5,8 @@
 code    meaning
 ======  ==========================================================
 0       success: the corpus verified / all tasks pass
-1       evaluated, with failing tasks (``eceb evaluate``)
+1       evaluated, with failing tasks (``eceb evaluate``); an attempt of
+        the pair not completed (``eceb pair run``)
 2       usage error: unknown option, missing argument, a bad setting (click)
 3       bad input: a registry, rules, benchmark or run file is invalid
 4       corpus verification failed: missing, stale, unreadable or
@@ -22,7 +23,8 @@ code    meaning
 70      internal error (a bug: please report it)
 75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
         ``eceb-dist result`` asked too early); try again later
-130     interrupted (Ctrl-C); 143: terminated (SIGTERM)
+130     interrupted (Ctrl-C); 143: terminated (SIGTERM); ``eceb pair run``:
+        the running attempt cancelled, its journal complete
 ======  ==========================================================
 
 :func:`for_error` and :func:`for_kind` are the one mapping from eceb's

@@ -7,6 +7,7 @@ import click
 
 from eceb_cli.console import handle_errors
 from eceb_cli.outputs import Output
+from eceb_cli.pair_run import run, status
 from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, stop
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
@@ -42,3 +43,7 @@ pair.add_command(authorize_command)
 pair.add_command(approve)
 pair.add_command(stop)
 pair.add_command(prepare)
+
+# Running pairs and showing them (eceb_cli/pair_run.py).
+pair.add_command(run)
+pair.add_command(status)

@@ -32,7 +32,7 @@ from typing import Final
 
 import msgspec
 
-from eceb_worker.errors import ExecutionRefused, OutputError
+from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger", "LedgerEntry"]
 
@@ -106,10 +106,18 @@ class Ledger:
 
     @classmethod
     def open(cls, path: Path) -> Ledger:
-        """The ledger at ``path``; raises :class:`ExecutionRefused` when there is none."""
+        """The ledger at ``path``; raises :class:`ExecutionRefused` when there is
+        none, :class:`InputError` naming it when it is not a ledger."""
         if not path.is_file():
             raise ExecutionRefused(f"{path}: no ledger (executions are authorized by creating one)")
-        return cls(path, _connect(path))
+        ledger = cls(path, _connect(path))
+        try:
+            ledger._db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchone()
+            ledger._db.execute("SELECT position, pair, arm, attempt_id, outcome FROM executions LIMIT 0").fetchall()
+        except sqlite3.DatabaseError as exc:
+            ledger.close()
+            raise InputError([Problem(file=str(path), message=f"not an execution ledger ({exc})")]) from None
+        return ledger
 
     def close(self) -> None:
         """Close the database connection."""
@@ -177,6 +185,20 @@ class Ledger:
                 "INSERT INTO approvals (freeze_digest, pilot_evidence_digest, approver) VALUES (?, ?, ?)",
                 (freeze_digest, pilot_evidence_digest, approver),
             )
+
+    def binding(self) -> tuple[str, int]:
+        """The freeze digest the ledger is bound to and its authorized execution count."""
+        freeze, authorized = self._db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchone()
+        return str(freeze), int(authorized)
+
+    def stops(self) -> list[str]:
+        """The reasons of every recorded spending stop, in order."""
+        return [str(reason) for (reason,) in self._db.execute("SELECT reason FROM stops ORDER BY id")]
+
+    def approvals(self) -> list[tuple[str, str, str]]:
+        """Every recorded continuation approval: ``(freeze_digest, pilot_evidence_digest, approver)``, in order."""
+        rows = self._db.execute("SELECT freeze_digest, pilot_evidence_digest, approver FROM approvals ORDER BY id")
+        return [(str(f), str(e), str(a)) for f, e, a in rows]
 
     def entries(self) -> list[LedgerEntry]:
         """Every recorded execution, in order of start."""

@@ -24,7 +24,8 @@ every attempt, or ``A=name,B=name`` per arm (the arm is read from the
 prompt's ``Context (...)`` heading); the default is ``ok``. Scenarios:
 see :data:`SCENARIOS`. ``FAKE_CODEX_SLEEP`` gives ``slow-ok``'s delay in
 seconds (default 2). When ``FAKE_CODEX_LOG`` names a file, one JSON line
-per invocation (argv, cwd, scenario, arm) is appended to it.
+per invocation (argv, cwd, scenario, arm) is appended to it; argv[0] is the
+path the wrapper was run as (``FAKE_CODEX_ARGV0``, which the wrapper sets).
 
 Commands the agent runs (the verification check) run for real, without a
 shell, in the directory the check names; the ``command_execution`` item
@@ -89,7 +90,7 @@ def clap_error(message: str, *, tip: str | None = None, usage: bool = True) -> N
 
 # The options of ``codex exec`` (0.171.0 ``codex exec --help``): flag names,
 # clap's value name (None: a switch), and whether it repeats or its choices.
-_OPTIONS: tuple[tuple[tuple[str, ...], str | None, Any], ...] = (
+OPTIONS: tuple[tuple[tuple[str, ...], str | None, Any], ...] = (
     (("-c", "--config"), "key=value", "append"),
     (("--enable",), "FEATURE", "append"),
     (("--disable",), "FEATURE", "append"),
@@ -122,7 +123,7 @@ _OPTIONS: tuple[tuple[tuple[str, ...], str | None, Any], ...] = (
 )
 _CLAP_NAMES = {
     flag: f"{next(f for f in flags if f.startswith('--'))} <{value}>"
-    for flags, value, _ in _OPTIONS
+    for flags, value, _ in OPTIONS
     if value is not None
     for flag in flags
 }
@@ -150,9 +151,9 @@ class ClapParser(argparse.ArgumentParser):
 
 
 def exec_parser() -> ClapParser:
-    """The parser of ``codex exec``'s options (:data:`_OPTIONS`) and its optional ``PROMPT``."""
+    """The parser of ``codex exec``'s options (:data:`OPTIONS`) and its optional ``PROMPT``."""
     parser = ClapParser(prog="codex exec", add_help=True, allow_abbrev=False)
-    for flags, value, kind in _OPTIONS:
+    for flags, value, kind in OPTIONS:
         if value is None:
             parser.add_argument(*flags, action="store_true")
         elif kind == "append":
@@ -465,7 +466,8 @@ def run_exec(argv: list[str]) -> int:
     scenario = scenario_for(prompt.arm)
     log = os.environ.get("FAKE_CODEX_LOG")
     if log:
-        record = {"argv": sys.argv, "cwd": str(repo), "scenario": scenario, "arm": prompt.arm}
+        invoked = [os.environ.get("FAKE_CODEX_ARGV0", sys.argv[0]), *sys.argv[1:]]
+        record = {"argv": invoked, "cwd": str(repo), "scenario": scenario, "arm": prompt.arm}
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
     sys.stderr.write(SYNTHETIC_NOTE)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from eceb_worker.families.paired.prompts import render_prompt
 from eceb_worker.families.paired.schedule import Arm, TaskKind
@@ -44,6 +46,8 @@ def fake_codex_wrapper() -> bytes:
     return (
         "#!/bin/sh\n"
         "# The fake codex of eceb's tests: synthetic usage, not a provider.\n"
+        'FAKE_CODEX_ARGV0="$0"\n'
+        "export FAKE_CODEX_ARGV0\n"
         f'exec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE_CODEX))} "$@"\n'
     ).encode()
 
@@ -81,7 +85,10 @@ def provider_env(
 
 def example_repository(dest: Path) -> Path:
     """The example's fixture repository made a git repository at ``dest``
-    (examples/paired/make-repo.sh); ``dest``."""
+    (examples/paired/make-repo.sh); ``dest``. Fails the test, saying what
+    to install, when git is missing."""
+    if shutil.which("git") is None:
+        pytest.fail("the paired example's repository needs git: apt-get install git")
     subprocess.run(["sh", str(PAIRED / "make-repo.sh"), str(dest)], check=True, capture_output=True)
     return dest
 

@@ -8,7 +8,7 @@ from typing import Final
 import msgspec
 
 from eceb_worker.families import Document
-from eceb_worker.families.paired import benchmark, journal, records, specs
+from eceb_worker.families.paired import benchmark, journal, records, specs, status
 from eceb_worker.families.paired.schedule import PLAN_SCHEMA, Plan
 
 __all__ = ["FAMILY", "PairedFamily"]
@@ -40,6 +40,7 @@ class PairedFamily(msgspec.Struct, frozen=True):
         _document("attempt invocation", journal.INVOCATION_SCHEMA, journal.Invocation),
         _document("attempt start", journal.ATTEMPT_START_SCHEMA, journal.AttemptStart),
         _document("attempt", journal.ATTEMPT_SCHEMA, journal.Attempt),
+        _document("pair status", status.STATUS_SCHEMA, status.PairStatus),
     )
 
 

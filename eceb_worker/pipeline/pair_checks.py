@@ -1,0 +1,259 @@
+"""What ``eceb pair run`` checks before anything is written
+(task-context-benchmark-reference.md, "Paid experiment preflight
+conditions" and "Fixed paid comparison schedule"; layout:
+:mod:`eceb_worker.families.paired.records`).
+
+:func:`open_pair` reads a prepared task-pair directory and re-checks the
+experiment it belongs to (the directory's parent): the freeze and its
+digest as the manifest binds it, every file of the manifest by digest and
+size, the authorization bound to the freeze, the ledger, the pair's place
+in the schedule (every arm of every earlier pair started), the repository
+(at the frozen HEAD, clean, with the frozen fingerprint) and the provider
+executable (at the frozen real path, with the frozen BLAKE3). Bad or changed
+inputs are :class:`~eceb_worker.errors.InputError` (exit 3) with every
+problem together; what forbids the execution itself (no authorization, a
+pair out of order, a changed repository or provider) is
+:class:`~eceb_worker.errors.ExecutionRefused` (exit 9). Nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from eceb_worker.core.decoding import decode_document
+from eceb_worker.core.digests import digest_chunks
+from eceb_worker.errors import ExecutionRefused, InputError, Problem
+from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems
+from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
+from eceb_worker.families.paired.schedule import ScheduledPair, plan
+from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
+from eceb_worker.io.files import read_input
+from eceb_worker.io.git import GitState, git_state
+from eceb_worker.io.ledger import Ledger
+from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
+
+__all__ = ["PairRun", "attempt_id_of", "check_provider", "check_repository", "open_pair", "scheduled_pair"]
+
+_CHUNK = 1 << 20
+
+
+@dataclass(kw_only=True)
+class PairRun:
+    """A task-pair directory checked for running (see :func:`open_pair`).
+
+    Fields: ``experiment`` and ``directory`` (absolute); ``freeze``,
+    ``manifest``, ``authorization`` with their digests; ``ledger`` (open:
+    the caller closes it); ``task`` (the pair's ``task.json``) and
+    ``checks`` (the declaration's checks it names, exact, from the freeze);
+    ``repository`` (its state, equal to the frozen one).
+    """
+
+    experiment: Experiment
+    directory: Path
+    freeze: Freeze
+    freeze_digest: str
+    manifest: Manifest
+    manifest_digest: str
+    authorization: Authorization
+    ledger: Ledger
+    task: TaskSpec
+    checks: tuple[Check, ...]
+    repository: GitState
+
+
+def attempt_id_of(directory: Path, arm: str) -> str:
+    """The id of arm ``arm``'s attempt of the pair in ``directory``:
+    ``<directory name>/<arm>`` (a pair directory is never reused, so it is unique)."""
+    return f"{directory.name}/{arm}"
+
+
+def scheduled_pair(position: int) -> ScheduledPair | None:
+    """The schedule's pair at ``position`` (1-based), or ``None``."""
+    return next((pair for pair in plan().pairs if pair.position == position), None)
+
+
+def _check_files(directory: Path, manifest: Manifest) -> list[Problem]:
+    """Every file the manifest lists (its arms' contexts too) with its digest and size."""
+    where = str(directory / "manifest.json")
+    listed = [(f"files[{i}]", f) for i, f in enumerate(manifest.files)]
+    listed += [(f"arms[{i}]", arm.context) for i, arm in enumerate(manifest.arms)]
+    problems = []
+    for record, expected in listed:
+        path = directory / expected.path
+        try:
+            actual = file_digest(path, expected.path)
+        except InputError as exc:
+            problems.append(Problem(file=where, record=record, field="path", message=f"{exc.problems[0].message}"))
+            continue
+        if (actual.blake3, actual.size) != (expected.blake3, expected.size):
+            problems.append(
+                Problem(
+                    file=str(path),
+                    message=f"changed since the pair was prepared: BLAKE3 {actual.blake3}, {actual.size} bytes, "
+                    f"the manifest ({record}) binds {expected.blake3}, {expected.size} bytes",
+                )
+            )
+    return problems
+
+
+def _check_schedule(directory: Path, manifest: Manifest) -> list[Problem]:
+    where = str(directory / "manifest.json")
+    scheduled = scheduled_pair(manifest.pair.position)
+    shown = manifest.pair
+    if scheduled is None or (scheduled.task, scheduled.repeat, scheduled.order, scheduled.pilot) != (
+        shown.task,
+        shown.repeat,
+        shown.order,
+        shown.pilot,
+    ):
+        return [Problem(file=where, record="pair", message="is not a pair of the fixed schedule")]
+    if tuple(arm.arm for arm in manifest.arms) != scheduled.order:
+        return [Problem(file=where, record="arms", message="are not in the order the schedule runs them")]
+    return []
+
+
+def _check_arms(directory: Path, manifest: Manifest) -> list[Problem]:
+    """The arms differ only in their context (:func:`arm_problems`), and each
+    gives its own attempt-local captured schema, in this directory, to ``--output-schema``."""
+    where = str(directory / "manifest.json")
+    problems = arm_problems(manifest, where)
+    for index, arm in enumerate(manifest.arms):
+        schema = str(directory / arm.attempt / ANSWER_SCHEMA_NAME)
+        argv = list(arm.argv)
+        given = argv[argv.index("--output-schema") + 1] if "--output-schema" in argv[:-1] else None
+        if given is not None and given != schema:
+            message = f"gives {given} to --output-schema, not the attempt-local captured schema {schema}"
+            problems.append(Problem(file=where, record=f"arms[{index}]", field="argv", message=message))
+    return problems
+
+
+def _read_task(directory: Path, manifest: Manifest, freeze: Freeze) -> tuple[TaskSpec, tuple[Check, ...]]:
+    path = directory / "task.json"
+    task = decode_document(read_input(path), TASK_SCHEMAS[manifest.pair.task.value], file=str(path))
+    if task.id != manifest.task_id:
+        raise InputError(
+            [Problem(file=str(path), field="id", message=f"is not the manifest's task {manifest.task_id}")]
+        )
+    by_id = {check.id: check for check in freeze.checks}
+    missing = [name for name in task.checks if name not in by_id]
+    if missing:
+        message = f"names checks the freeze does not hold: {', '.join(missing)}"
+        raise InputError([Problem(file=str(path), field="checks", message=message)])
+    return task, tuple(by_id[name] for name in task.checks)
+
+
+def check_repository(freeze: Freeze) -> GitState:
+    """The repository's state, refused (:class:`ExecutionRefused`) unless it
+    is at the frozen HEAD, clean and with the frozen fingerprint."""
+    frozen = freeze.repository
+    state = git_state(Path(frozen.path))
+    if state.head != frozen.head or not state.clean or state.fingerprint != frozen.fingerprint:
+        detail = "not clean" if not state.clean else f"HEAD {state.head}" if state.head != frozen.head else "changed"
+        raise ExecutionRefused(
+            f"the repository {frozen.path} is not as frozen ({detail}): no execution starts on a changed repository"
+        )
+    return state
+
+
+def check_provider(freeze: Freeze, manifest: Manifest) -> None:
+    """Refuse (:class:`ExecutionRefused`) unless the provider executable at the
+    frozen real path has the frozen BLAKE3 and size, is executable, and every
+    arm's command line runs it: a start is only recorded for a provider that
+    can be spawned."""
+    frozen = freeze.provider
+    for arm in manifest.arms:
+        if not arm.argv or arm.argv[0] != frozen.path:
+            raise ExecutionRefused(f"arm {arm.arm.value}'s command line does not run the frozen provider {frozen.path}")
+    try:
+        with Path(frozen.path).open("rb") as stream:
+            size, blake3 = digest_chunks(iter(lambda: stream.read(_CHUNK), b""))
+    except OSError as exc:
+        raise ExecutionRefused(f"the frozen provider {frozen.path} cannot be read: {exc.strerror or exc}") from None
+    if (blake3, size) != (frozen.blake3, frozen.size):
+        raise ExecutionRefused(f"the provider at {frozen.path} is not the frozen one (BLAKE3 {blake3}, {size} bytes)")
+    if not os.access(frozen.path, os.X_OK):
+        raise ExecutionRefused(f"the frozen provider {frozen.path} is not executable")
+
+
+def _authorization(experiment: Experiment, freeze_digest: str) -> Authorization:
+    if not experiment.authorization.exists():
+        raise ExecutionRefused(f"not authorized: {experiment.authorization} does not exist")
+    authorization, _ = read_record(experiment.authorization, Authorization)
+    if authorization.freeze_digest != freeze_digest:
+        raise ExecutionRefused(f"not authorized: {experiment.authorization} binds another freeze")
+    return authorization
+
+
+def _check_order(directory: Path, manifest: Manifest, ledger: Ledger) -> None:
+    """Refuse unless no spending stop is recorded, an authorized execution
+    remains, every arm of every earlier pair has started and the pair's own
+    executions, if any, are of this directory. (The ledger decides again,
+    in one transaction, when an attempt starts.)"""
+    stops = ledger.stops()
+    if stops:
+        raise ExecutionRefused(f"spending stopped: {stops[0]}")
+    entries = ledger.entries()
+    _, authorized = ledger.binding()
+    if len(entries) >= authorized:
+        raise ExecutionRefused(f"all {authorized} authorized executions have started")
+    started = {(entry.pair, entry.arm) for entry in entries}
+    position = manifest.pair.position
+    for pair in plan().pairs:
+        if pair.position >= position:
+            break
+        for arm in pair.order:
+            if (pair.position, arm.value) not in started:
+                message = f"arm {arm.value} of pair {pair.position} has not started"
+                raise ExecutionRefused(f"pair {position} is not next in the schedule: {message}")
+    for entry in entries:
+        if entry.pair == position and not entry.attempt_id.startswith(f"{directory.name}/"):
+            raise ExecutionRefused(f"pair {position} is run from another directory ({entry.attempt_id})")
+
+
+def open_pair(directory: Path) -> PairRun:
+    """The pair in ``directory`` checked for running (module). Raises
+    :class:`InputError` (every problem of the pair's files together) or
+    :class:`ExecutionRefused`; writes nothing."""
+    directory = directory.resolve()
+    if not directory.name.startswith("task-pair-") or not directory.is_dir():
+        raise InputError([Problem(file=str(directory), message="not a task-pair-* directory")])
+    experiment = Experiment(directory.parent)
+    manifest, manifest_digest = read_record(directory / "manifest.json", Manifest)
+    freeze, freeze_digest = read_record(experiment.freeze, Freeze)
+    problems = []
+    if freeze_digest != manifest.freeze_digest:
+        message = f"binds the freeze {manifest.freeze_digest}, {experiment.freeze} is {freeze_digest}"
+        problems.append(Problem(file=str(directory / "manifest.json"), field="freeze_digest", message=message))
+    problems += _check_files(directory, manifest)
+    problems += _check_schedule(directory, manifest)
+    problems += _check_arms(directory, manifest)
+    if problems:
+        raise InputError(problems)
+    task, checks = _read_task(directory, manifest, freeze)
+    authorization = _authorization(experiment, freeze_digest)
+    ledger = Ledger.open(experiment.ledger)
+    try:
+        bound, _ = ledger.binding()
+        if bound != freeze_digest:
+            raise ExecutionRefused(f"the ledger {experiment.ledger} is bound to another freeze")
+        _check_order(directory, manifest, ledger)
+        repository = check_repository(freeze)
+        check_provider(freeze, manifest)
+    except BaseException:
+        ledger.close()
+        raise
+    return PairRun(
+        experiment=experiment,
+        directory=directory,
+        freeze=freeze,
+        freeze_digest=freeze_digest,
+        manifest=manifest,
+        manifest_digest=manifest_digest,
+        authorization=authorization,
+        ledger=ledger,
+        task=task,
+        checks=checks,
+        repository=repository,
+    )
