@@ -34,7 +34,15 @@ from eceb_worker.io.git import GitState, git_state
 from eceb_worker.io.ledger import Ledger
 from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
 
-__all__ = ["PairRun", "attempt_id_of", "check_provider", "check_repository", "open_pair", "scheduled_pair"]
+__all__ = [
+    "PairRun",
+    "attempt_id_of",
+    "check_provider",
+    "check_repository",
+    "open_pair",
+    "repository_change",
+    "scheduled_pair",
+]
 
 _CHUNK = 1 << 20
 
@@ -144,15 +152,26 @@ def _read_task(directory: Path, manifest: Manifest, freeze: Freeze) -> tuple[Tas
     return task, tuple(by_id[name] for name in task.checks)
 
 
+def repository_change(freeze: Freeze) -> tuple[GitState, str | None]:
+    """The repository's state, and how it differs from the freeze (``None``
+    when it is at the frozen HEAD, clean, with the frozen fingerprint):
+    ``"not clean"``, ``"HEAD <id>"`` or ``"changed"``. The one comparison of
+    the repository with its freeze, for prepare and run."""
+    frozen = freeze.repository
+    state = git_state(Path(frozen.path))
+    if state.head == frozen.head and state.clean and state.fingerprint == frozen.fingerprint:
+        return state, None
+    return state, "not clean" if not state.clean else f"HEAD {state.head}" if state.head != frozen.head else "changed"
+
+
 def check_repository(freeze: Freeze) -> GitState:
     """The repository's state, refused (:class:`ExecutionRefused`) unless it
     is at the frozen HEAD, clean and with the frozen fingerprint."""
-    frozen = freeze.repository
-    state = git_state(Path(frozen.path))
-    if state.head != frozen.head or not state.clean or state.fingerprint != frozen.fingerprint:
-        detail = "not clean" if not state.clean else f"HEAD {state.head}" if state.head != frozen.head else "changed"
+    state, change = repository_change(freeze)
+    if change is not None:
         raise ExecutionRefused(
-            f"the repository {frozen.path} is not as frozen ({detail}): no execution starts on a changed repository"
+            f"the repository {freeze.repository.path} is not as frozen ({change}): "
+            "no execution starts on a changed repository"
         )
     return state
 

@@ -52,9 +52,9 @@ from eceb_worker.families.paired.records import (
 from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
 from eceb_worker.io.executables import identify_executable
 from eceb_worker.io.files import read_input
-from eceb_worker.io.git import git_state
 from eceb_worker.io.ledger import Ledger
 from eceb_worker.pipeline.experiment import Experiment, read_record, utc_now
+from eceb_worker.pipeline.pair_checks import repository_change
 
 __all__ = ["COSTS", "Prepared", "default_position", "prepare_pair", "verified_bytes"]
 
@@ -166,11 +166,11 @@ def _frozen_inputs(freeze: Freeze, pair: ScheduledPair) -> _Inputs:
 
 
 def _check_repository(freeze: Freeze, after: str = "") -> None:
-    """InputError unless the repository is at the frozen HEAD and fingerprint."""
-    state = git_state(Path(freeze.repository.path))
-    if state.head == freeze.repository.head and state.fingerprint == freeze.repository.fingerprint:
+    """InputError unless the repository is as frozen (:func:`repository_change`)."""
+    state, change = repository_change(freeze)
+    if change is None:
         return
-    what = f"changed {after}" if after else "is not as frozen"
+    what = f"changed {after}" if after else f"is not as frozen ({change})"
     message = (
         f"the repository {what}: HEAD {state.head}, fingerprint {state.fingerprint}; frozen HEAD "
         f"{freeze.repository.head}, fingerprint {freeze.repository.fingerprint}"
