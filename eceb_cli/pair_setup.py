@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from eceb_cli.console import handle_errors
-from eceb_worker.families.paired.records import Freeze
+from eceb_worker.families.paired.records import Freeze, ObservedSupport
 from eceb_worker.pipeline.pair_approvals import BILLING_NOTICE, approve_continuation, authorize, stop_spending
 from eceb_worker.pipeline.pair_freeze import freeze_experiment
 from eceb_worker.pipeline.pair_prepare import prepare_pair
@@ -22,11 +22,27 @@ __all__ = ["approve", "authorize_command", "freeze", "prepare", "stop"]
 _EXPERIMENT = click.Path(file_okay=False, path_type=Path)
 
 
+def _support_line(support: ObservedSupport) -> str:
+    """What the freeze records of the provider's observed support, in one line."""
+    names = ("usage", "completion", "output")
+    observed = [name for name in names if getattr(support, name) == "observed"]
+    unobserved = [name for name in names if name not in observed]
+    if support.evidence is None:
+        source = "no recorded stream given: local checks establish no actual provider support"
+    elif support.evidence_synthetic:
+        source = f"{support.evidence.path} is synthetic: it establishes no actual provider support"
+    else:
+        source = f"from {support.evidence.path} (BLAKE3 {support.evidence.blake3})"
+    parts = [f"{', '.join(observed)} observed"] if observed else []
+    parts += [f"{', '.join(unobserved)} unobserved"] if unobserved else []
+    shown = "; ".join(parts)
+    return f"observed support: {shown} ({source})"
+
+
 def _freeze_lines(record: Freeze) -> list[str]:
     """What ``eceb pair freeze`` says it froze, in a few lines."""
     repository = record.repository
     support = record.observed_support
-    unobserved = [name for name in ("usage", "completion", "output") if getattr(support, name) == "unobserved"]
     stops = ", ".join(("manual (eceb pair stop)", *(f"on {outcome}" for outcome in record.spending_stop_on)))
     return [
         f"label: {record.label}" + (" (synthetic rates)" if record.synthetic else ""),
@@ -39,7 +55,7 @@ def _freeze_lines(record: Freeze) -> list[str]:
         f"cue command: {' '.join(record.cue_argv)} ({record.cue_command.path})",
         f"provider: {record.provider.path} ({record.provider.version}); model {record.model}, "
         f"reasoning {record.reasoning_effort}, speed {record.speed_tier}, sandbox {record.sandbox}",
-        f"observed support: {', '.join(unobserved)} unobserved: local checks establish no actual provider support",
+        _support_line(support),
         f"coverage: {record.pairs} pairs; missing semantic evidence: {record.missing_semantic_evidence}; "
         f"authorized executions {record.authorized_executions}; spending stop: {stops}; "
         f"pilot continuation: {record.pilot_continuation}",
@@ -62,8 +78,14 @@ def _freeze_lines(record: Freeze) -> list[str]:
     type=_EXPERIMENT,
     help="The experiment directory (created if missing; not inside the repository).",
 )
+@click.option(
+    "--observed-stream",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A recorded `codex exec --json` stream of the frozen provider: the usage, completion and "
+    "output fields it shows are recorded as observed (a synthetic stream shows none).",
+)
 @handle_errors
-def freeze(benchmark: Path, repository: Path, into: Path) -> None:
+def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path | None) -> None:
     """Freeze the preflight record of BENCHMARK over the repository into
     INTO/freeze.json: every item of the seed's paid experiment preflight
     conditions, bound by digest or exact value. Every problem of every
@@ -72,7 +94,7 @@ def freeze(benchmark: Path, repository: Path, into: Path) -> None:
     executable). Refused once the directory holds an authorization, a
     ledger or an attempt; before that, freezing again replaces freeze.json.
     Freezing authorizes nothing."""
-    frozen = freeze_experiment(benchmark, repository, into)
+    frozen = freeze_experiment(benchmark, repository, into, observed_stream=observed_stream)
     click.echo(f"froze {frozen.path}")
     click.echo(f"freeze digest: {frozen.digest}")
     if frozen.replaced:

@@ -179,10 +179,15 @@ def _relative(*parts: str) -> str:
     return posixpath.normpath(posixpath.join(*parts))
 
 
-def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Frozen:
+def freeze_experiment(
+    benchmark_path: Path, repository: Path, into: Path, *, observed_stream: Path | None = None
+) -> Frozen:
     """Freeze the experiment of ``benchmark_path`` over the git work tree
     ``repository`` into the experiment directory ``into`` (created when
-    missing; its parent must exist).
+    missing; its parent must exist). ``observed_stream``: a recorded
+    ``codex exec --json`` stream of the frozen provider, bound by digest, whose
+    fields make the freeze's observed support
+    (:func:`~eceb_worker.families.paired.preflight.observed_support`).
 
     Raises :class:`ExecutionRefused` when ``into`` holds an authorization, a
     ledger or an attempt start (:func:`refuse_once_started`);
@@ -244,6 +249,12 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
     if benchmark.rates is not None:
         rates, _ = reader.digest(base / benchmark.rates, _relative(benchmark.rates))
     inputs += [shown / benchmark.success.criteria, shown / benchmark.success.rubric]
+    support = ObservedSupport()
+    if observed_stream is not None:
+        stream_digest, stream = reader.digest(observed_stream, str(observed_stream.resolve()))
+        if stream_digest is not None and stream is not None:
+            support = preflight.observed_support(stream, stream_digest)
+        inputs.append(observed_stream)
 
     cue = _identify(
         benchmark.cue.argv[0], base, Problem(file=benchmark_file, record="cue", field="argv[0]", message=""), problems
@@ -289,7 +300,7 @@ def freeze_experiment(benchmark_path: Path, repository: Path, into: Path) -> Fro
         speed_tier=benchmark.provider.speed_tier,
         sandbox=benchmark.provider.sandbox,
         timeout_s=benchmark.provider.timeout_s,
-        observed_support=ObservedSupport(),
+        observed_support=support,
         success_criteria=criteria,
         rubric=rubric,
         assessor=benchmark.assessor.identity,

@@ -100,6 +100,7 @@ def test_the_example_freezes_with_every_item_bound(bench: Bench) -> None:
         "completion": "unobserved",
         "output": "unobserved",
         "evidence": None,
+        "evidence_synthetic": False,
     }
     assert (record["assessor_independent"], record["pairs"], record["missing_semantic_evidence"]) == (
         True,
@@ -257,3 +258,40 @@ def test_a_directory_that_is_not_a_git_work_tree_is_a_problem_among_the_others(b
     bench.edit_json("benchmark.json", lambda b: b["cue"].update(budget_tokens=100))
     done = bench.eceb("freeze", bench.benchmark, "--repo", plain, "--into", bench.experiment)
     assert_refused(done, bench, "plain: not a usable git work tree", "the overview estimates 126 tokens")
+
+
+def test_observed_support_is_read_from_a_recorded_stream_of_the_provider(bench: Bench) -> None:
+    """``--observed-stream``: a recorded stream of a completed turn makes
+    usage, completion and output observed, bound by digest; the real CLI's
+    network failure shows none of them; a synthetic stream shows nothing."""
+    recorded = REPO / "tests" / "fixtures" / "codex" / "network-failure.jsonl"
+    completed = bench.root / "completed.jsonl"
+    usage = {"input_tokens": 9, "cached_input_tokens": 0, "output_tokens": 3, "reasoning_output_tokens": 1}
+    events = [
+        {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "{}"}},
+        {"type": "turn.completed", "usage": usage},
+    ]
+    completed.write_text("".join(json.dumps(event) + "\n" for event in events))
+    synthetic = bench.root / "synthetic.jsonl"
+    synthetic.write_text(completed.read_text().replace("0199a213", "synthetic-0199a213"))
+    for stream, seen, shown in (
+        (completed, "observed", "usage, completion, output observed (from"),
+        (recorded, "unobserved", "usage, completion, output unobserved (from"),
+        (synthetic, "unobserved", "is synthetic: it establishes no actual provider support"),
+    ):
+        done = bench.eceb(
+            "freeze", bench.benchmark, "--repo", bench.repository, "--into", bench.experiment,
+            "--observed-stream", stream,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert shown in done.stdout
+        support = json.loads((bench.experiment / "freeze.json").read_bytes())["observed_support"]
+        assert (support["usage"], support["completion"], support["output"]) == (seen, seen, seen)
+        assert support["evidence"] == {"path": str(stream.resolve()), **file_digest(stream)}
+    missing = bench.eceb(
+        "freeze", bench.benchmark, "--repo", bench.repository, "--into", bench.root / "other",
+        "--observed-stream", bench.root / "none.jsonl",
+    )  # fmt: skip
+    assert missing.returncode == 3 and "none.jsonl: cannot read" in missing.stderr

@@ -5,6 +5,8 @@ context."""
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 
@@ -210,3 +212,34 @@ def test_the_pilot_evidence_digest_binds_the_manifest_and_both_attempts_in_order
     one, two, three = "1" * 64, "2" * 64, "3" * 64
     assert pilot_evidence_digest(one, two, three) == digest_bytes(canonical_json([one, two, three]))
     assert pilot_evidence_digest(one, two, three) != pilot_evidence_digest(one, three, two)
+
+
+def _stream(thread: str, *, completed: bool = True) -> bytes:
+    events: list[dict[str, object]] = [
+        {"type": "thread.started", "thread_id": thread},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": '{"a": 1}'}},
+    ]
+    if completed:
+        usage = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 2, "reasoning_output_tokens": 1}
+        events.append({"type": "turn.completed", "usage": usage})
+    return b"".join(json.dumps(event).encode() + b"\n" for event in events)
+
+
+def test_observed_support_comes_from_a_recorded_stream_never_a_synthetic_one() -> None:
+    from eceb_worker.families.paired.preflight import observed_support
+    from eceb_worker.families.paired.records import FileDigest
+
+    evidence = FileDigest(path="/x/stream.jsonl", blake3="0" * 64, size=1)
+    real = observed_support(_stream("0199a213-81c0-7800-8aa1-bbab2a035a53"), evidence)
+    assert (real.usage, real.completion, real.output, real.evidence_synthetic) == (
+        "observed",
+        "observed",
+        "observed",
+        False,
+    )
+    partial = observed_support(_stream("0199a213", completed=False), evidence)
+    assert (partial.usage, partial.completion, partial.output) == ("unobserved", "unobserved", "unobserved")
+    synthetic = observed_support(_stream("synthetic-1"), evidence)
+    assert (synthetic.usage, synthetic.completion, synthetic.output) == ("unobserved", "unobserved", "unobserved")
+    assert synthetic.evidence_synthetic and synthetic.evidence == evidence

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -24,9 +24,10 @@ from eceb_worker.core.paths import path_problems
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.answer_schema import strict_schema_problems
 from eceb_worker.families.paired.benchmark import PairBenchmark, estimate_tokens
-from eceb_worker.families.paired.records import SourcePin
+from eceb_worker.families.paired.records import FileDigest, ObservedSupport, SourcePin
 from eceb_worker.families.paired.schedule import TaskKind, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Declaration, DiscoveryTask, TaskSpec, VerificationTask
+from eceb_worker.families.paired.transport import TransportStatus, read_transport
 
 __all__ = [
     "GitObject",
@@ -35,6 +36,7 @@ __all__ = [
     "control_problems",
     "declaration_path_problems",
     "dirty_problems",
+    "observed_support",
     "read_declaration",
     "read_task",
     "repository_paths",
@@ -263,3 +265,29 @@ def control_problems(benchmark: PairBenchmark, file: str) -> list[Problem]:
         )
         problems.append(Problem(file=file, record="execution", field="authorized_executions", message=message))
     return problems
+
+
+def observed_support(stream: bytes, evidence: FileDigest) -> ObservedSupport:
+    """What a recorded ``codex exec --json`` stream of the frozen provider
+    (``stream``, its bytes; ``evidence``, its digest) shows it supports
+    ("Paid experiment preflight conditions": observed support for required
+    usage, completion and output fields): ``completion`` when its single
+    turn completed, ``usage`` when that turn's usage has every counter
+    (the reasoning count may be missing), ``output`` when it ends with an
+    agent message. A synthetic stream (thread id ``synthetic-...``) shows
+    nothing: every field stays ``unobserved``."""
+    transport = read_transport(stream)
+    synthetic = (transport.thread_id or "").startswith("synthetic-")
+    if synthetic:
+        return ObservedSupport(evidence=evidence, evidence_synthetic=True)
+
+    def seen(shown: bool) -> Literal["observed", "unobserved"]:
+        return "observed" if shown else "unobserved"
+
+    completed = transport.status is TransportStatus.COMPLETED
+    return ObservedSupport(
+        usage=seen(completed and transport.usage is not None),
+        completion=seen(completed),
+        output=seen(transport.answer is not None),
+        evidence=evidence,
+    )

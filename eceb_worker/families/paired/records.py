@@ -144,12 +144,16 @@ class ObservedSupport(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     needs: ``usage`` (``turn.completed`` usage counters), ``completion``
     (``turn.completed`` itself), ``output`` (a final agent message under
     ``--output-schema``). Each is ``"unobserved"`` until a recorded stream of
-    the frozen provider shows it: local checks establish no actual support."""
+    the frozen provider shows it (``eceb pair freeze --observed-stream``):
+    local checks establish no actual support, and neither does a synthetic
+    stream (``evidence_synthetic``: its thread id says ``synthetic-``).
+    ``evidence``: the recorded stream by digest, or ``None``."""
 
     usage: Literal["observed", "unobserved"] = "unobserved"
     completion: Literal["observed", "unobserved"] = "unobserved"
     output: Literal["observed", "unobserved"] = "unobserved"
-    evidence: str | None = None
+    evidence: FileDigest | None = None
+    evidence_synthetic: bool = False
 
 
 class Freeze(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
