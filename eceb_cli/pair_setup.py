@@ -125,7 +125,8 @@ def authorize_command(experiment: Path, approver: str, executions: int | None, f
     freeze digest (EXPERIMENT/authorization.json), and create the execution
     ledger (EXPERIMENT/ledger.sqlite). Recorded once."""
     record, digest = authorize(experiment, approver=approver, executions=executions, freeze_digest=freeze_digest)
-    click.echo(f"authorized {record.authorized_executions} executions of freeze {digest}")
+    count = record.authorized_executions
+    click.echo(f"authorized {count} execution{'s' if count != 1 else ''} of freeze {digest}")
     click.echo(f"approver: {record.approver}")
     click.echo(f"wrote {Path(experiment).resolve() / 'authorization.json'} and ledger.sqlite")
     click.echo(BILLING_NOTICE)
@@ -169,14 +170,19 @@ def stop(experiment: Path, reason: str) -> None:
     default=None,
     help="The schedule position (default: the first pair none of whose executions has started).",
 )
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Prepare another directory for a pair that already has one (a pair runs once, from one of them).",
+)
 @handle_errors
-def prepare(experiment: Path, position: int | None) -> None:
+def prepare(experiment: Path, position: int | None, again: bool) -> None:
     """Prepare one pair in a new, unique EXPERIMENT/task-pair-* directory:
     the frozen inputs re-checked and retained, both arms' contexts (A: the
     frozen overview; B: the cue, produced now by the declared cue command),
     costs, and manifest.json with both arms' actual command lines. Runs
     nothing paid."""
-    prepared = prepare_pair(experiment, position)
+    prepared = prepare_pair(experiment, position, again=again)
     pair = prepared.manifest.pair
     order = "/".join(arm.value for arm in pair.order)
     pilot = " (pilot)" if pair.pilot else ""
@@ -186,7 +192,11 @@ def prepare(experiment: Path, position: int | None) -> None:
     for arm in prepared.manifest.arms:
         click.echo(f"arm {arm.arm.value} ({arm.context_tokens} context tokens estimated):")
         click.echo("  " + " ".join(_shown(value) for value in arm.argv))
-    click.echo("Nothing was run: eceb pair run runs the pair, once authorized.")
+    authorized = (Path(prepared.directory).parent / "authorization.json").exists()
+    click.echo(
+        f"Nothing was run: eceb pair run {prepared.directory} runs the pair"
+        + ("." if authorized else ", once it is authorized (eceb pair authorize).")
+    )
 
 
 def _shown(value: str) -> str:

@@ -149,7 +149,8 @@ class Ledger:
                 raise ExecutionRefused(f"all {authorized} authorized executions have started")
             if pair > 1 and not db.execute("SELECT 1 FROM approvals WHERE freeze_digest = ?", (freeze,)).fetchone():
                 raise ExecutionRefused(
-                    f"pair {pair} comes after the pilot: continuation needs an approval bound to the freeze"
+                    f"pair {pair} comes after the pilot: continuation needs an approval bound to the freeze "
+                    "(eceb pair approve)"
                 )
             db.execute(
                 "INSERT INTO executions (position, pair, arm, attempt_id) VALUES (?, ?, ?, ?)",

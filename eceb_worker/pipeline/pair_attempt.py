@@ -25,6 +25,7 @@ directory: what never started leaves no journal. A runner killed after it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -212,6 +213,16 @@ def _after(
     return fingerprint_after, transport, status, (*unreadable, *problems)
 
 
+def _discard(staging: Path, created: bool) -> None:
+    """Remove the staging directory of an attempt that never started, and
+    the ``attempts`` directory when this attempt created it and it is empty:
+    a refused start leaves nothing behind."""
+    shutil.rmtree(staging, ignore_errors=True)
+    if created:
+        with contextlib.suppress(OSError):
+            staging.parent.rmdir()
+
+
 def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: RunnerLog) -> AttemptReport | None:
     """Run arm ``index`` of the manifest's arms once (module), ``signals``
     entered by the caller. Returns ``None`` when a stop signal arrived
@@ -226,6 +237,7 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     if os.path.lexists(attempt_dir):
         raise ExecutionRefused(f"{attempt_dir} exists: the attempt started before, and nothing runs twice")
     staging = attempt_dir.parent / f".{arm.arm.value}.staging-{secrets.token_hex(4)}"
+    created = not os.path.lexists(attempt_dir.parent)
     try:
         attempt_dir.parent.mkdir(exist_ok=True)
         staging.mkdir()
@@ -235,11 +247,11 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     try:
         request_digest, invocation_digest = _stage(pair, arm, journal, attempt_dir, attempt_id)
         if signals.received is not None:
-            shutil.rmtree(staging)
+            _discard(staging, created)
             return None
         entry = pair.ledger.start(pair=pair.manifest.pair.position, arm=arm.arm.value, attempt_id=attempt_id)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _discard(staging, created)
         raise
     try:  # the ledger holds the start: this arm is ours alone, and attempt_dir was absent
         os.rename(staging, attempt_dir)

@@ -218,13 +218,15 @@ def _run_cue(freeze: Freeze, task_path: str, task_id: str) -> bytes:
     return done.stdout
 
 
-def prepare_pair(root: Path, position: int | None = None) -> Prepared:
+def prepare_pair(root: Path, position: int | None = None, *, again: bool = False) -> Prepared:
     """Prepare schedule pair ``position`` (default :func:`default_position`)
     of the experiment at ``root``: see the module. Raises
     :class:`InputError` (a record or frozen input changed, the repository
     not as frozen, a failing cue command, a cue that is not a task cue of
     the task or over the common budget), :class:`OutputError` (the
-    directory cannot be written), :class:`ExecutionRefused` (no pair left)."""
+    directory cannot be written, or the pair already has a directory and
+    ``again`` is false: a second one is made only when asked),
+    :class:`ExecutionRefused` (no pair left)."""
     experiment = Experiment(root)
     freeze, freeze_digest = read_record(experiment.freeze, Freeze)
     pairs = plan().pairs
@@ -233,6 +235,13 @@ def prepare_pair(root: Path, position: int | None = None) -> Prepared:
             [Problem(file=str(root), message=f"there is no pair {position}: the schedule has {len(pairs)}")]
         )
     pair = pairs[(position or default_position(experiment)) - 1]
+    prefix = f"task-pair-{pair.position:02d}-"
+    earlier = [path.name for path in experiment.pair_directories() if path.name.startswith(prefix)]
+    if earlier and not again:
+        raise OutputError(
+            f"pair {pair.position} is already prepared in {root / earlier[0]}: run that directory, "
+            "or prepare another one for the same pair with --again"
+        )
     inputs = _frozen_inputs(freeze, pair)
     _check_repository(freeze)
     task, problems = read_task(pair.task, inputs.task, inputs.task_path)

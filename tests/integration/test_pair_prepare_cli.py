@@ -119,9 +119,15 @@ def test_freeze_and_prepare_never_run_the_provider_but_for_its_version(tmp_path:
     assert not log.exists()
 
 
-def test_two_prepares_give_two_directories_and_pair_two_runs_b_first(frozen: Bench) -> None:
+def test_a_pair_prepared_again_gets_a_second_directory_only_when_asked_and_pair_two_runs_b_first(
+    frozen: Bench,
+) -> None:
     one = prepared_directory(frozen)
-    two = prepared_directory(frozen)
+    refused = frozen.eceb("prepare", frozen.experiment)
+    assert refused.returncode == 6, refused.stderr
+    assert f"pair 1 is already prepared in {frozen.experiment.resolve() / one.name}" in refused.stderr
+    assert sorted(p.name for p in frozen.experiment.glob("task-pair-*")) == [one.name]
+    two = prepared_directory(frozen, "--again")
     assert one != two
     assert PAIR_NAME.fullmatch(one.name) and PAIR_NAME.fullmatch(two.name)
     discovery = prepared_directory(frozen, "--pair", "2")

@@ -179,7 +179,7 @@ def test_the_adapter_checks_the_schema_bytes_again_before_spawning(experiment: P
     assert raised.value.problems[0].file == str(schema)
     assert "nothing was spawned" in raised.value.problems[0].message
     assert experiment.invocations() == [] and experiment.ledger() == []
-    assert list((pair / "attempts").iterdir()) == []  # the staging directory is gone
+    assert not (pair / "attempts").exists()  # the staging directory, and the attempts directory it needed, are gone
 
 
 def _spending_stop(experiment: PairExperiment) -> None:
@@ -231,7 +231,8 @@ def test_pairs_run_in_order_and_after_the_pilot_only_once_approved(experiment: P
     assert experiment.run(pilot).returncode == 0
     unapproved = experiment.run(early)
     assert unapproved.returncode == 9 and "continuation needs an approval" in unapproved.stderr
-    assert len(experiment.invocations()) == 2 and not (early / "attempts" / "B").exists()
+    assert "eceb pair approve" in unapproved.stderr
+    assert len(experiment.invocations()) == 2 and not (early / "attempts").exists()  # a refusal leaves nothing
     experiment.eceb("pair", "approve", str(experiment.dir), "--approver", "a reviewer", check=True)
     assert experiment.status()["continuation"] == "approved"
     done = experiment.run(early)

@@ -77,7 +77,7 @@ def test_a_killed_runner_leaves_an_incomplete_journal_never_restarted(tmp_path: 
 def test_two_runners_racing_for_the_last_execution_start_it_once(tmp_path: Path, same_directory: bool) -> None:
     experiment = PairExperiment(tmp_path)
     first = experiment.ready(executions=1)
-    second = first if same_directory else experiment.prepare(1)
+    second = first if same_directory else experiment.prepare(1, again=True)
     runners = [experiment.spawn("pair", "run", str(pair)) for pair in (first, second)]
     results = [(runner, *runner.communicate(timeout=60)) for runner in runners]
     codes = sorted(runner.returncode for runner, _, _ in results)

@@ -129,8 +129,9 @@ class PairExperiment:
         more = ("--executions", str(executions)) if executions is not None else ()
         self.eceb("pair", "authorize", str(self.dir), "--approver", "a reviewer", *more, check=True)
 
-    def prepare(self, position: int | None = None) -> Path:
+    def prepare(self, position: int | None = None, *, again: bool = False) -> Path:
         more = ("--pair", str(position)) if position is not None else ()
+        more += ("--again",) if again else ()
         done = self.eceb("pair", "prepare", str(self.dir), *more, check=True)
         line = next(line for line in done.stdout.splitlines() if line.startswith("prepared "))
         return Path(line.removeprefix("prepared "))
