@@ -288,7 +288,8 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     for name in ("provider.jsonl", "provider.stderr"):
         journal.files[name] = file_digest(attempt_dir / name, name)
     fingerprint_after, transport, status, problems = _after(pair, journal, called, fingerprint_before)
-    synthetic = " (synthetic)" if pair.manifest.synthetic else ""
+    synthetic_usage = transport is not None and transport.synthetic
+    synthetic = " (synthetic)" if synthetic_usage else ""
     log.say(f"pair {position} arm {arm.arm.value}: {status.value}{synthetic}")
     if transport is not None and transport.usage is not None:
         log.say(f"pair {position} arm {arm.arm.value}: usage {usage_text(transport.usage)}{synthetic}")
@@ -303,7 +304,7 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     attempt = Attempt(
         schema=ATTEMPT_SCHEMA,
         attempt_id=attempt_id,
-        synthetic=pair.manifest.synthetic,
+        synthetic=synthetic_usage,
         status=status,
         transport=transport.status if transport is not None else None,
         problems=problems,

@@ -82,7 +82,6 @@ def _arm(
     attempt_path: str,
     entries: dict[str, LedgerEntry],
     inconsistent: list[str],
-    synthetic: bool,
 ) -> ArmState:
     """The state of one arm of the pair in ``directory``; its ledger entry is taken out of ``entries``."""
     attempt = directory / attempt_path
@@ -114,10 +113,12 @@ def _arm(
     if entry is not None and not start.exists():
         inconsistent.append(f"execution {entry.position} ({attempt_id}): the ledger holds its start, no {start}")
     partial = None
+    synthetic = False
     stream = attempt / "provider.jsonl"
     if stream.is_file():  # whatever usage the stream shows is partial: the journal is incomplete
         transport = read_transport(read_input(stream))
         partial = transport.usage or transport.partial_usage
+        synthetic = transport.synthetic
     return ArmState(
         arm=arm, attempt_id=attempt_id, state=INCOMPLETE, synthetic=synthetic, usage=None, partial_usage=partial
     )
@@ -129,9 +130,7 @@ def _pair(directory: Path, entries: dict[str, LedgerEntry], inconsistent: list[s
     except InputError as exc:
         inconsistent.append(f"{directory / 'manifest.json'}: {exc}")
         return PairState(directory=directory.name, position=None, task=None, repeat=None, pilot=None, arms=())
-    arms = tuple(
-        _arm(directory, arm.arm, arm.attempt, entries, inconsistent, manifest.synthetic) for arm in manifest.arms
-    )
+    arms = tuple(_arm(directory, arm.arm, arm.attempt, entries, inconsistent) for arm in manifest.arms)
     shown = manifest.pair
     return PairState(
         directory=directory.name,

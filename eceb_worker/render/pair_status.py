@@ -21,7 +21,7 @@ def status_lines(status: PairStatus) -> list[str]:
     each pair directory and its arms (status, ``incomplete journal`` or
     ``not started``, usage as recorded: a partial usage is labelled partial,
     never a total), then every inconsistency."""
-    synthetic = " (synthetic: verifies software handling only)" if status.synthetic else ""
+    synthetic = " (synthetic rates: they verify software handling only)" if status.synthetic else ""
     lines = [f"experiment {status.experiment}{synthetic}", f"  freeze {status.freeze_digest}"]
     lines.append(f"  authorization: {status.authorization}")
     if status.authorized_executions is None:

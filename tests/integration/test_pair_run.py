@@ -298,3 +298,23 @@ def test_status_reports_what_the_journals_and_the_ledger_disagree_on(experiment:
     assert f"{pair / 'attempts' / 'A' / 'runner.stdout'}: changed since attempt.json bound it" in shown
     text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
     assert "inconsistencies: 3" in text
+
+
+def test_usage_is_labelled_synthetic_only_when_the_providers_stream_says_so(tmp_path: Path) -> None:
+    """The synthetic label of an attempt comes from its stream (the
+    substitute provider's thread id), not from the benchmark: a provider
+    whose stream does not label itself has its usage recorded unlabelled,
+    while the experiment's rates stay labelled synthetic."""
+    experiment = PairExperiment(tmp_path)
+    codex = experiment.bin / "codex"
+    wrapper = codex.read_text()
+    codex.write_text(wrapper.replace(' "$@"\n', ' "$@" | sed "s/\\"synthetic-/\\"0199a213-/"\n'))
+    pair = experiment.ready()
+    assert experiment.run(pair).returncode == 0
+    for arm in ("A", "B"):
+        attempt = check_journal(pair / "attempts" / arm)
+        assert attempt.status is AttemptStatus.COMPLETED and attempt.usage is not None
+        assert attempt.synthetic is False
+    status = experiment.status()
+    assert status["synthetic"] is True  # the example's rates
+    assert [arm["synthetic"] for arm in status["pairs"][0]["arms"]] == [False, False]

@@ -185,8 +185,9 @@ class PairBenchmark(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
     Fields:
         label: what the file authorizes, in words (the examples say :data:`LOCAL_ONLY`).
-        synthetic: true when its rates (and any usage or assessment it
-            leads to) are synthetic: they verify software handling only.
+        synthetic: true when its rates are synthetic: they verify software
+            handling only. (Synthetic usage is told by the provider's stream:
+            :attr:`~eceb_worker.families.paired.transport.Transport.synthetic`.)
         tasks: :class:`TaskFiles`.
         overview: arm A's context, the frozen overview (a file).
         cue: :class:`CueCommand`.

@@ -154,7 +154,8 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """``attempt.json``, written last by atomic rename (``schema``: :data:`ATTEMPT_SCHEMA`).
 
     Fields:
-        attempt_id; synthetic (copied from the manifest: its usage verifies
+        attempt_id; synthetic (the provider's stream labels itself
+        synthetic, as a substitute provider's does: its usage verifies
         software handling only), status (:class:`AttemptStatus`), transport (the stream's
         :class:`~eceb_worker.families.paired.transport.TransportStatus`),
         problems (why not completed, each naming its evidence).

@@ -277,8 +277,7 @@ def observed_support(stream: bytes, evidence: FileDigest) -> ObservedSupport:
     agent message. A synthetic stream (thread id ``synthetic-...``) shows
     nothing: every field stays ``unobserved``."""
     transport = read_transport(stream)
-    synthetic = (transport.thread_id or "").startswith("synthetic-")
-    if synthetic:
+    if transport.synthetic:
         return ObservedSupport(evidence=evidence, evidence_synthetic=True)
 
     def seen(shown: bool) -> Literal["observed", "unobserved"]:

@@ -32,9 +32,9 @@ class ArmState(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """One arm of a pair directory.
 
     Fields: ``arm``; ``attempt_id``; ``state`` (an attempt status,
-    :data:`INCOMPLETE` or :data:`NOT_STARTED`); ``synthetic`` (from the
-    attempt record, or for an incomplete journal the manifest; ``None``
-    when not started); ``usage`` (a completed turn's
+    :data:`INCOMPLETE` or :data:`NOT_STARTED`); ``synthetic`` (the
+    provider's stream labels itself synthetic: from the attempt record, or
+    for an incomplete journal from its stream; ``None`` when not started); ``usage`` (a completed turn's
     total) and ``partial_usage`` (never a total), from ``attempt.json``.
     """
 
@@ -76,7 +76,7 @@ class PairStatus(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     Fields:
         experiment: the experiment directory (absolute).
         freeze_digest: the freeze's digest, ``None`` without a freeze.
-        synthetic: the freeze's ``synthetic`` flag, ``None`` without a freeze.
+        synthetic: the freeze's ``synthetic`` flag (synthetic rates), ``None`` without a freeze.
         authorization: ``"authorized"``, ``"none"`` or ``"another freeze"``.
         ledger: ``"present"`` or ``"none"``.
         authorized_executions: the ledger's authorized count (``None`` without a ledger).

@@ -49,7 +49,11 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["Command", "Transport", "TransportStatus", "Usage", "read_transport"]
+__all__ = ["SYNTHETIC_THREAD", "Command", "Transport", "TransportStatus", "Usage", "read_transport"]
+
+
+SYNTHETIC_THREAD: Final = "synthetic-"
+"""How a substitute provider's stream labels itself: its ``thread_id`` starts so."""
 
 
 class TransportStatus(enum.Enum):
@@ -130,6 +134,13 @@ class Transport(msgspec.Struct, frozen=True, kw_only=True):
     partial_usage: Usage | None
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+
+    @property
+    def synthetic(self) -> bool:
+        """True when the stream labels itself synthetic (its thread id starts
+        with :data:`SYNTHETIC_THREAD`, as a substitute provider's does): its
+        usage verifies software handling only, and shows no provider's support."""
+        return (self.thread_id or "").startswith(SYNTHETIC_THREAD)
 
     @property
     def answer(self) -> str | None:
