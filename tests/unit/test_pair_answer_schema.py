@@ -42,3 +42,30 @@ def test_a_schema_that_is_not_an_object_is_one_problem() -> None:
     assert [p.message for p in strict_schema_problems([], "s.json")] == ["an answer schema must be a JSON object"]
     top = strict_schema_problems({"type": ["object", "null"], "properties": {"a": {}}}, "s.json")
     assert [(p.record, p.field) for p in top] == [("/", "additionalProperties"), ("/", "required")]
+
+
+def test_a_schema_the_runner_could_not_use_is_refused_before_it_is_frozen() -> None:
+    """Freeze refuses what would only fail once an execution is paid: a
+    reference that resolves nowhere or is remote, nesting past the limit,
+    repeated keys, a document the metaschema rejects."""
+    import json
+
+    from eceb_worker.families.paired.answer_schema import usable_schema_problems
+    from eceb_worker.families.paired.outcome import answer_problems
+
+    def problems(data: bytes) -> list[str]:
+        return [f"{p.record} {p.field}: {p.message}".strip() for p in usable_schema_problems(data, "s.json")[1]]
+
+    dangling = json.dumps(
+        {"type": "object", "properties": {"claims": {"$ref": "#/$defs/nope"}}, "required": ["claims"]}
+    ).encode()
+    assert problems(dangling) == ["/properties/claims $ref: '#/$defs/nope' resolves to nothing in the schema"]
+    assert answer_problems('{"claims": 1}', dangling)[0].startswith("answer: the captured answer schema cannot check")
+    assert problems(b'{"$ref": "https://example.com/s.json"}') == ["/ $ref: must be local (#/...)"]
+    resolving = b'{"$defs": {"c": {"type": "string"}}, "properties": {"$ref": {"$ref": "#/$defs/c"}}}'
+    assert problems(resolving) == []
+    assert problems(b'{"type": "objekt"}')[0].startswith("/type : not a JSON Schema 2020-12")
+    deep = b'{"items":' * 5000 + b"{}" + b"}" * 5000
+    assert any("nested too deeply" in problem for problem in problems(deep))
+    assert any("more than once" in problem or "repeated" in problem for problem in problems(b'{"a": 1, "a": 2}'))
+    assert answer_problems("{}", deep)[0].startswith("answer: the captured answer schema is not JSON")

@@ -243,3 +243,12 @@ def test_observed_support_comes_from_a_recorded_stream_never_a_synthetic_one() -
     synthetic = observed_support(_stream("synthetic-1"), evidence)
     assert (synthetic.usage, synthetic.completion, synthetic.output) == ("unobserved", "unobserved", "unobserved")
     assert synthetic.evidence_synthetic and synthetic.evidence == evidence
+
+
+def test_a_cue_nested_past_any_limit_or_repeating_a_key_is_a_problem_not_a_crash() -> None:
+    from eceb_worker.families.paired.pairs import cue_problems
+
+    assert cue_problems(b"[" * 100_000 + b"]" * 100_000, "t", "cue")[0].message.startswith("the cue is not")
+    repeated = b'{"schema": "repocue/task-cue-1", "task": "t", "task": "t"}'
+    assert "more than once" in cue_problems(repeated, "t", "cue")[0].message
+    assert cue_problems(b'{"schema": "repocue/task-cue-1", "task": "t"}', "t", "cue") == []

@@ -4,6 +4,13 @@ rules, checked before it is frozen (task-context-benchmark-reference.md,
 passes ``--output-schema`` to a provider that rejects a schema that is not
 strict, and a rejected schema would be found only once executions are paid).
 
+:func:`usable_schema_problems` first checks that the file is a JSON Schema
+the provider and the runner can use at all: JSON without repeated keys, at
+most :data:`~eceb_worker.core.lenient.MAX_DEPTH` levels deep, valid against
+the JSON Schema 2020-12 metaschema, every ``$ref`` a local JSON pointer
+that resolves in the document (a remote one could not be fetched, and one
+that resolves nowhere would fail only when an answer is checked).
+
 The rule: every object schema (one whose ``type`` is or includes
 ``"object"``, or that has ``properties``) sets ``additionalProperties`` to
 ``false`` and lists every one of its ``properties`` in ``required``, no more.
@@ -16,9 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from eceb_worker.core.lenient import decode_lenient, value_defects
 from eceb_worker.errors import Problem
 
-__all__ = ["strict_schema_problems"]
+__all__ = ["strict_schema_problems", "usable_schema_problems"]
 
 
 def _pointer(parts: tuple[str, ...]) -> str:
@@ -82,3 +90,68 @@ def strict_schema_problems(schema: Any, file: str) -> list[Problem]:
             children = [((*parts, str(index)), child, False) for index, child in enumerate(value)]
         stack.extend(reversed(children))
     return problems
+
+
+def _resolves(document: Any, pointer: str) -> bool:
+    """True when RFC 6901 ``pointer`` (after ``#``) names a value of ``document``."""
+    node = document
+    for raw in pointer.split("/")[1:] if pointer else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def _reference_problems(document: Any, file: str) -> list[Problem]:
+    """A problem for each ``$ref`` that is not a local pointer resolving in ``document``."""
+    from urllib.parse import unquote
+
+    problems: list[Problem] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(document, ())]
+    while stack:
+        node, parts = stack.pop()
+        if isinstance(node, dict):
+            reference = None if parts and parts[-1] in _SCHEMA_MAPS else node.get("$ref")
+            if isinstance(reference, str):
+                where = _pointer(parts) or "/"
+                if not reference.startswith("#"):
+                    problems.append(Problem(file=file, record=where, field="$ref", message="must be local (#/...)"))
+                elif not _resolves(document, unquote(reference[1:])):
+                    message = f"{reference!r} resolves to nothing in the schema"
+                    problems.append(Problem(file=file, record=where, field="$ref", message=message))
+            for key, child in node.items():
+                if key not in _DATA_KEYWORDS:
+                    stack.append((child, (*parts, key)))
+        elif isinstance(node, list):
+            stack.extend((child, (*parts, str(index))) for index, child in enumerate(node))
+    return sorted(problems)
+
+
+def usable_schema_problems(data: bytes, file: str) -> tuple[Any, list[Problem]]:
+    """``(schema, problems)`` of an answer schema file's bytes (see the
+    module): ``schema`` the decoded document (``None`` when it is not JSON),
+    ``problems`` every reason it cannot be used, named by JSON pointer."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    value, error = decode_lenient(data)
+    if error:
+        return None, [Problem(file=file, message=f"not a JSON document: {error}")]
+    defects, _cut = value_defects(value)
+    if defects:
+        return None, [
+            Problem(file=file, record=_pointer(tuple(map(str, path))) or "/", message=message)
+            for path, message in defects
+        ]
+    problems: list[Problem] = []
+    try:
+        Draft202012Validator.check_schema(value)
+    except SchemaError as exc:
+        where = _pointer(tuple(map(str, exc.absolute_path))) or "/"
+        problems.append(Problem(file=file, record=where, message=f"not a JSON Schema 2020-12: {exc.message}"))
+    problems += _reference_problems(value, file)
+    return value, problems

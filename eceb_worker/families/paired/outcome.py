@@ -67,6 +67,7 @@ def answer_problems(answer: str | None, schema: bytes) -> tuple[str, ...]:
     """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
+    from referencing.exceptions import Unresolvable
 
     try:
         document: Any = msgspec.json.decode(schema)
@@ -81,7 +82,11 @@ def answer_problems(answer: str | None, schema: bytes) -> tuple[str, ...]:
         value = msgspec.json.decode(answer.encode("utf-8", "surrogatepass"))
     except (msgspec.DecodeError, UnicodeEncodeError, RecursionError) as exc:
         return (f"answer: not exactly one JSON value ({exc})",)
-    errors = sorted(Draft202012Validator(document).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    try:
+        found = list(Draft202012Validator(document).iter_errors(value))
+    except (Unresolvable, RecursionError) as exc:  # a schema freeze would refuse: never an internal error
+        return (f"answer: the captured answer schema cannot check it ({type(exc).__name__}: {exc})",)
+    errors = sorted(found, key=lambda e: list(map(str, e.absolute_path)))
     problems = []
     for error in errors[:MAX_ANSWER_PROBLEMS]:
         pointer = "".join(f"/{part}" for part in error.absolute_path) or "/"

@@ -14,12 +14,11 @@ setting, and answer schema"; "Unique task-pair-* directories").
 from __future__ import annotations
 
 import re
-from typing import Any, Final
-
-import msgspec
+from typing import Final
 
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.lenient import decode_lenient, value_defects
 from eceb_worker.errors import Problem
 from eceb_worker.families.paired.prompts import codex_argv
 from eceb_worker.families.paired.records import Manifest
@@ -61,10 +60,12 @@ def cue_problems(data: bytes, task_id: str, file: str) -> list[Problem]:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return [Problem(file=file, message=f"the cue is not UTF-8 (byte {exc.start})")]
-    try:
-        value: Any = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
-        return [Problem(file=file, message=f"the cue is not a JSON document: {exc}")]
+    value, error = decode_lenient(data)  # any nesting depth, without recursion
+    if error:
+        return [Problem(file=file, message=f"the cue is not a JSON document: {error}")]
+    defects, _cut = value_defects(value)
+    if defects:
+        return [Problem(file=file, message=f"the cue is not a JSON document eceb accepts: {defects[0][1]}")]
     if not isinstance(value, dict):
         return [Problem(file=file, message="the cue is not a JSON object")]
     problems = []

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
-
-import msgspec
+from typing import Literal
 
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.paths import path_problems
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.families.paired.answer_schema import strict_schema_problems
+from eceb_worker.families.paired.answer_schema import strict_schema_problems, usable_schema_problems
 from eceb_worker.families.paired.benchmark import PairBenchmark, estimate_tokens
 from eceb_worker.families.paired.records import FileDigest, ObservedSupport, SourcePin
 from eceb_worker.families.paired.schedule import TaskKind, plan
@@ -88,15 +86,16 @@ def _path_problems(file: str, record: str, field: str, paths: Iterable[str]) -> 
 
 
 def answer_schema_problems(data: bytes, file: str) -> list[Problem]:
-    """Every problem of an answer schema file: not UTF-8 JSON, or not
+    """Every problem of an answer schema file: not JSON a schema can be
+    (:func:`~eceb_worker.families.paired.answer_schema.usable_schema_problems`:
+    nesting, repeated keys, the metaschema, unresolvable references), or not
     meeting the provider's strict-schema rule
     (:func:`~eceb_worker.families.paired.answer_schema.strict_schema_problems`,
     each named by its JSON pointer)."""
-    try:
-        value: Any = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
-        return [Problem(file=file, message=f"not a JSON document: {exc}")]
-    return strict_schema_problems(value, file)
+    value, problems = usable_schema_problems(data, file)
+    if value is None:
+        return problems
+    return problems + strict_schema_problems(value, file)
 
 
 _STATUS_WORDS = {"??": "untracked", "!!": "ignored"}
