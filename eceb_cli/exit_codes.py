@@ -41,6 +41,7 @@ from eceb_worker.errors import EcebError, ErrorKind
 __all__ = [
     "BAD_INPUT",
     "INTERNAL",
+    "HANGUP",
     "INTERRUPTED",
     "EXECUTION_REFUSED",
     "JOB_CANCELLED",
@@ -69,6 +70,7 @@ JOB_CANCELLED: Final = 8
 EXECUTION_REFUSED: Final = 9
 JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
+HANGUP: Final = 129
 INTERRUPTED: Final = 130
 TERMINATED: Final = 143
 

@@ -46,12 +46,13 @@ def main() -> None:
 
     Exit codes: 0 success, 1 failing tasks, 2 usage error, 3 bad input,
     4 corpus verification failed, 5 storage unavailable, 6 output cannot be
-    written, 9 paid execution refused, 70 internal error, 130 interrupted,
+    written, 9 paid execution refused, 70 internal error, 129 hung up, 130 interrupted,
     143 terminated.
     """
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
 
 
 def _terminate(signum: int, _frame: object) -> None:
-    """SIGTERM unwinds like an exception, so temporary files are removed."""
+    """SIGTERM and SIGHUP unwind like an exception, so temporary files are removed."""
     raise SystemExit(128 + signum)

@@ -12,11 +12,13 @@ written straight into the attempt's ``provider.jsonl`` and
 passed through unchanged; only the variables' names are recorded
 (:func:`environment_names`).
 
-Stopping a call (its timeout passed, or the runner received SIGINT or
-SIGTERM while it ran, :class:`DeferredSignals`): SIGTERM to the provider's
+Stopping a call (its timeout passed, or the runner received SIGINT,
+SIGTERM or SIGHUP while it ran, :class:`DeferredSignals`): SIGTERM to the provider's
 process group, :data:`GRACE_S` seconds for it to end, then SIGKILL to the
 group. Processes of the group still alive once the provider itself exited
-are killed too: nothing of a call outlives it.
+are killed too: nothing of a call outlives it. On Linux the provider also
+gets SIGTERM from the kernel when the runner dies without stopping it
+(SIGKILL): it never runs on unwatched.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,11 +44,24 @@ GRACE_S: Final = 5.0
 POLL_S: Final = 0.02
 """Seconds between two looks at a running provider (its exit, the timeout, a signal)."""
 
-_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _die_with_the_runner() -> None:
+    """In the provider's process, before it runs (Linux): ask the kernel to
+    send it SIGTERM when the runner dies, however it dies (SIGKILL
+    included), so that no provider outlives the runner unwatched."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # the runner died before the request took effect
+        os._exit(128 + signal.SIGTERM)
 
 
 class DeferredSignals:
-    """While entered, SIGINT and SIGTERM do not interrupt the runner: the
+    """While entered, SIGINT, SIGTERM and SIGHUP do not interrupt the runner: the
     first one received is kept in :attr:`received` (its number) and the
     runner completes what it is writing (an attempt's journal) before
     acting on it. The previous handlers are restored on exit. Use from the
@@ -198,6 +214,7 @@ def call_provider(
                     env=dict(environment),
                     start_new_session=True,
                     close_fds=True,
+                    preexec_fn=_die_with_the_runner if sys.platform.startswith("linux") else None,  # noqa: PLW1509
                 )
             except OSError as exc:
                 return ProviderExit(

@@ -15,7 +15,7 @@ from eceb_worker.families.paired.journal import JOURNAL_ORDER, AttemptStatus
 from tests.support.pair_experiment import PairExperiment, check_journal, fake_processes, wait_for
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_cancels_the_running_attempt(tmp_path: Path, signum: int, code: int) -> None:
     experiment = PairExperiment(tmp_path)
     pair = experiment.ready()
@@ -51,17 +51,16 @@ def test_a_killed_runner_leaves_an_incomplete_journal_never_restarted(tmp_path: 
     finally:
         if runner.poll() is None:
             runner.kill()
-    # the provider runs in its own session: it outlives the runner and completes its stream
-    wait_for(lambda: fake_processes(str(pair)) == [], what="the orphaned provider to end")
+    # the provider runs in its own session, but the kernel stops it when its runner dies
+    wait_for(lambda: fake_processes(str(pair)) == [], timeout_s=5, what="the provider to be stopped with its runner")
     attempt = pair / "attempts" / "A"
     assert sorted(p.name for p in attempt.iterdir()) == sorted(JOURNAL_ORDER[:9])
     status = experiment.status()
     arm = status["pairs"][0]["arms"][0]
-    assert (arm["state"], arm["usage"], arm["synthetic"]) == ("incomplete journal", None, True)
-    assert arm["partial_usage"]["input_tokens"] > 0  # the stream completed, and still its usage is never a total
+    assert (arm["state"], arm["usage"], arm["partial_usage"]) == ("incomplete journal", None, None)
     assert (status["executions"][0]["outcome"], status["remaining"]) == (None, 17)
     text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
-    assert "  arm A: incomplete journal (synthetic)" in text and "partial usage (never a total): input" in text
+    assert "  arm A: incomplete journal" in text
     done = experiment.run(pair)
     assert done.returncode == 1, done.stderr
     assert "pair 1 arm A: started before, never run again" in done.stdout
@@ -95,3 +94,17 @@ def test_two_runners_racing_for_the_last_execution_start_it_once(tmp_path: Path,
     for directory in attempts:
         assert not (directory / "B").exists()
         assert not directory.exists() or not list(directory.glob(".*")), "no staging directory is left"
+
+
+def test_a_complete_stream_in_an_incomplete_journal_is_never_a_total(tmp_path: Path) -> None:
+    """A journal that lost its attempt.json (the runner died between the
+    provider's end and the record) keeps its stream's usage as partial only."""
+    experiment = PairExperiment(tmp_path)
+    pair = experiment.ready()
+    assert experiment.run(pair).returncode == 0
+    (pair / "attempts" / "A" / "attempt.json").unlink()
+    arm = experiment.status()["pairs"][0]["arms"][0]
+    assert (arm["state"], arm["usage"], arm["synthetic"]) == ("incomplete journal", None, True)
+    assert arm["partial_usage"]["input_tokens"] > 0
+    text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
+    assert "  arm A: incomplete journal (synthetic)" in text and "partial usage (never a total): input" in text
