@@ -32,6 +32,20 @@ _ENV: Final = {
 }
 
 
+_OPTIONS: Final = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "status.showUntrackedFiles=all",
+)
+"""Options that keep a repository's own configuration from shaping what git
+reports of its work tree: no file-system monitor command (a repository's
+``core.fsmonitor`` would run a program of its choosing and could hide a
+change), no untracked cache."""
+
+
 def _git(repository: Path, args: Sequence[str]) -> bytes:
     """``git -C repository args...``'s standard output; InputError on failure."""
     env = {**os.environ, **_ENV}
@@ -39,7 +53,11 @@ def _git(repository: Path, args: Sequence[str]) -> bytes:
     env.pop("GIT_WORK_TREE", None)
     try:
         done = subprocess.run(
-            ["git", "-C", str(repository), *args], capture_output=True, env=env, check=False, stdin=subprocess.DEVNULL
+            ["git", "-C", str(repository), *_OPTIONS, *args],
+            capture_output=True,
+            env=env,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
         raise InputError([Problem(file=str(repository), message="git is not installed (Debian package git)")]) from None
@@ -77,10 +95,22 @@ def tree_fingerprint(head: str, tree: str, status: bytes) -> str:
 def git_state(repository: Path) -> GitState:
     """The current :class:`GitState` of ``repository`` (a work tree with at
     least one commit). Untracked and ignored files count as changes: an
-    attempt that writes a build product into the tree has mutated it."""
+    attempt that writes a build product into the tree has mutated it; so do
+    submodules whatever their ``ignore`` setting, and index entries git
+    status is told not to look at (assume-unchanged, skip-worktree), shown
+    with the code ``?H``."""
     head = _git(repository, ["rev-parse", "--verify", "HEAD^{commit}"]).decode().strip()
     tree = _git(repository, ["rev-parse", "--verify", "HEAD^{tree}"]).decode().strip()
-    status = _git(repository, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored"])
+    status = _git(
+        repository,
+        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--ignore-submodules=none"],
+    )
+    # Entries git status does not look at (assume-unchanged "h", skip-worktree
+    # "S", both "s") could hide a change: each counts as one (code "?H").
+    hidden = _git(repository, ["ls-files", "-v", "-z"])
+    for entry in hidden.split(b"\0"):
+        if entry[:2] in (b"h ", b"S ", b"s "):
+            status += b"?H " + entry[2:] + b"\0"
     return GitState(head, tree, status)
 
 

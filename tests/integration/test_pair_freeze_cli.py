@@ -295,3 +295,15 @@ def test_observed_support_is_read_from_a_recorded_stream_of_the_provider(bench: 
         "--observed-stream", bench.root / "none.jsonl",
     )  # fmt: skip
     assert missing.returncode == 3 and "none.jsonl: cannot read" in missing.stderr
+
+
+def test_a_change_hidden_from_git_status_still_makes_the_tree_unclean(bench: Bench) -> None:
+    """An index entry git status is told not to look at (assume-unchanged,
+    skip-worktree) could hide a change, before a freeze or during an attempt."""
+    bench.git("update-index", "--assume-unchanged", "README.md")
+    (bench.repository / "README.md").write_text("changed where git status does not look\n")
+    assert bench.git("status", "--porcelain") == ""
+    done = bench.freeze()
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "README.md (hidden from git status (assume-unchanged or skip-worktree))" in done.stderr
+    assert not (bench.experiment / "freeze.json").exists()

@@ -98,7 +98,7 @@ def answer_schema_problems(data: bytes, file: str) -> list[Problem]:
     return problems + strict_schema_problems(value, file)
 
 
-_STATUS_WORDS = {"??": "untracked", "!!": "ignored"}
+_STATUS_WORDS = {"??": "untracked", "!!": "ignored", "?H": "hidden from git status (assume-unchanged or skip-worktree)"}
 
 
 def dirty_problems(repository: str, status: bytes) -> list[Problem]:
