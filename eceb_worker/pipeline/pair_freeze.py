@@ -248,6 +248,7 @@ def freeze_experiment(
     rates: FileDigest | None = None
     if benchmark.rates is not None:
         rates, _ = reader.digest(base / benchmark.rates, _relative(benchmark.rates))
+        inputs.append(shown / benchmark.rates)
     inputs += [shown / benchmark.success.criteria, shown / benchmark.success.rubric]
     support = ObservedSupport()
     if observed_stream is not None:

@@ -307,3 +307,12 @@ def test_a_change_hidden_from_git_status_still_makes_the_tree_unclean(bench: Ben
     assert done.returncode == 3, done.stdout + done.stderr
     assert "README.md (hidden from git status (assume-unchanged or skip-worktree))" in done.stderr
     assert not (bench.experiment / "freeze.json").exists()
+
+
+def test_a_freeze_never_overwrites_one_of_its_inputs_the_rates_included(bench: Bench) -> None:
+    assert bench.freeze().returncode == 0
+    before = (bench.experiment / "freeze.json").read_bytes()
+    bench.edit_json("benchmark.json", lambda value: value.update(rates="../exp/freeze.json"))
+    done = bench.freeze()
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert (bench.experiment / "freeze.json").read_bytes() == before

@@ -252,3 +252,18 @@ def test_a_cue_nested_past_any_limit_or_repeating_a_key_is_a_problem_not_a_crash
     repeated = b'{"schema": "repocue/task-cue-1", "task": "t", "task": "t"}'
     assert "more than once" in cue_problems(repeated, "t", "cue")[0].message
     assert cue_problems(b'{"schema": "repocue/task-cue-1", "task": "t"}', "t", "cue") == []
+
+
+def test_an_external_evidence_location_holding_a_credential_is_a_problem() -> None:
+    import msgspec as _msgspec
+
+    from eceb_worker.families.paired.benchmark import PairBenchmark
+    from eceb_worker.families.paired.preflight import control_problems
+    from tests.support.paths import REPO
+
+    document = json.loads((REPO / "examples/paired/benchmark.json").read_text())
+    document["external_evidence"] = "s3://AKIAKEY:SECRETVALUE@evidence/run-1/"
+    benchmark = _msgspec.convert(document, PairBenchmark)
+    [problem] = control_problems(benchmark, "benchmark.json")
+    assert problem.field == "external_evidence" and "s3://***@evidence/run-1/" in problem.message
+    assert "SECRETVALUE" not in str(problem)

@@ -19,6 +19,7 @@ from typing import Literal
 
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.paths import path_problems
+from eceb_worker.core.urls import redact_text
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.answer_schema import strict_schema_problems, usable_schema_problems
 from eceb_worker.families.paired.benchmark import PairBenchmark, estimate_tokens
@@ -252,7 +253,8 @@ def control_problems(benchmark: PairBenchmark, file: str) -> list[Problem]:
     """Problems of the coverage and execution controls against the fixed
     schedule (:func:`~eceb_worker.families.paired.schedule.plan`): the exact
     pair count must be the schedule's, and the authorized execution count
-    at most its executions."""
+    at most its executions; the external evidence location holds no
+    credential (it is copied into every record)."""
     schedule = plan()
     problems: list[Problem] = []
     if benchmark.coverage.pairs != schedule.pair_count:
@@ -263,6 +265,9 @@ def control_problems(benchmark: PairBenchmark, file: str) -> list[Problem]:
             f"{benchmark.execution.authorized_executions} exceeds the schedule's {schedule.execution_count} executions"
         )
         problems.append(Problem(file=file, record="execution", field="authorized_executions", message=message))
+    if (shown := redact_text(benchmark.external_evidence)) != benchmark.external_evidence:
+        message = f"holds a credential ({shown}): name the location; credentials come from the environment"
+        problems.append(Problem(file=file, field="external_evidence", message=message))
     return problems
 
 
