@@ -56,7 +56,7 @@ def run(pair_directory: Path) -> None:
 
 
 @click.command()
-@click.argument("experiment", metavar="EXP", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("experiment", metavar="EXPERIMENT", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as canonical JSON (schema pair-status-v0.1).")
 @handle_errors
 def status(experiment: Path, as_json: bool) -> None:

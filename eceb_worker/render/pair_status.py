@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from eceb_worker.families.paired.status import PairStatus
+from eceb_worker.families.paired.status import NOT_STARTED, PairStatus
 from eceb_worker.families.paired.transport import Usage
 
 __all__ = ["status_lines", "usage_text"]
@@ -42,6 +42,8 @@ def status_lines(status: PairStatus) -> list[str]:
         lines.append(f"{pair.directory}: pair {pair.position} ({pair.task.value} repeat {pair.repeat}{pilot})")
         for arm in pair.arms:
             tag = " (synthetic)" if arm.synthetic else ""
+            if arm.state == NOT_STARTED and status.remaining == 0:
+                tag += " (no authorized execution remains: it cannot start)"
             lines.append(f"  arm {arm.arm.value}: {arm.state}{tag}")
             if arm.usage is not None:
                 lines.append(f"    usage: {usage_text(arm.usage)}")

@@ -318,3 +318,13 @@ def test_usage_is_labelled_synthetic_only_when_the_providers_stream_says_so(tmp_
     status = experiment.status()
     assert status["synthetic"] is True  # the example's rates
     assert [arm["synthetic"] for arm in status["pairs"][0]["arms"]] == [False, False]
+
+
+def test_status_says_when_an_arm_cannot_start_for_want_of_authorized_executions(tmp_path: Path) -> None:
+    experiment = PairExperiment(tmp_path)
+    pair = experiment.ready(executions=1)
+    done = experiment.run(pair)
+    assert done.returncode == 1 and "all 1 authorized executions have started" in done.stdout + done.stderr
+    text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
+    assert "  arm B: not started (no authorized execution remains: it cannot start)" in text
+    assert "executions: 1 started of 1 authorized, 0 remaining" in text
