@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.urls import redact_text
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
 from eceb_worker.families.paired.journal import (
     ATTEMPT_SCHEMA,
@@ -68,7 +69,8 @@ __all__ = ["AttemptReport", "RunnerLog", "run_attempt"]
 class RunnerLog:
     """What the runner prints for one attempt: each line goes at once to the
     runner's own output (``out``/``err``) and is kept for ``runner.stdout``
-    and ``runner.stderr``."""
+    and ``runner.stderr``, every URL in it redacted (a provider's message
+    may quote one with its credential: :func:`redact_text`)."""
 
     out: Callable[[str], None]
     err: Callable[[str], None]
@@ -77,11 +79,13 @@ class RunnerLog:
 
     def say(self, line: str) -> None:
         """Print ``line`` on standard output and keep it."""
+        line = redact_text(line)
         self.stdout.append(line)
         self.out(line)
 
     def warn(self, line: str) -> None:
         """Print ``line`` on standard error and keep it."""
+        line = redact_text(line)
         self.stderr.append(line)
         self.err(line)
 

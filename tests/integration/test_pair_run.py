@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from eceb_worker.core.canonical import canonical_json
 from eceb_worker.errors import InputError
 from eceb_worker.families.paired.journal import AttemptStatus
 from eceb_worker.families.paired.transport import TransportStatus, read_transport
@@ -328,3 +329,16 @@ def test_status_says_when_an_arm_cannot_start_for_want_of_authorized_executions(
     text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
     assert "  arm B: not started (no authorized execution remains: it cannot start)" in text
     assert "executions: 1 started of 1 authorized, 0 remaining" in text
+
+
+def test_status_names_a_pilot_journal_changed_after_its_approval(experiment: PairExperiment) -> None:
+    pilot = experiment.ready()
+    assert experiment.run(pilot).returncode == 0
+    experiment.eceb("pair", "approve", str(experiment.dir), "--approver", "a reviewer", check=True)
+    assert experiment.status()["inconsistencies"] == []
+    record = pilot / "attempts" / "A" / "attempt.json"
+    document = json.loads(record.read_bytes())
+    document["problems"] = ["rewritten after the approval"]
+    record.write_bytes(canonical_json(document))
+    shown = experiment.status()["inconsistencies"]
+    assert any("the pilot's evidence changed since it was approved" in item for item in shown), shown
