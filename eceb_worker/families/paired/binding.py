@@ -230,7 +230,9 @@ def binding_problems(
       the provider's real path, ``-C`` the frozen repository and
       ``--output-schema`` ``<directory>/attempts/<arm>/answer.schema.json``.
 
-    ``[]`` when the manifest is bound. Pure."""
+    ``[]`` when the manifest is bound; raises nothing. Pure. Seed: "Paid
+    experiment preflight conditions" (what is frozen is what runs) and
+    "Fixed paid comparison schedule"."""
     name = directory.rsplit("/", 1)[-1]
     problems = []
     if manifest.freeze_digest != freeze_digest:
@@ -266,7 +268,9 @@ def binding_problems(
 def task_input_problems(manifest: Manifest, task: TaskSpec, file: str) -> list[Problem]:
     """Every way an arm's inputs of ``manifest`` (named ``file``) are not
     the pair's task ``task`` (its ``task.json``, bound by the freeze): its
-    id, declaration path, targets and checks. ``[]`` when they are. Pure."""
+    id, declaration path, targets and checks. ``[]`` when they are; raises
+    nothing. Pure. Seed: "Paired inputs and retained outputs" (both arms
+    receive the same task, declaration path, targets and checks)."""
     expected = {"task_id": task.id, "declaration": task.declaration, "targets": task.targets, "checks": task.checks}
     problems = []
     for index, arm in enumerate(manifest.arms):
