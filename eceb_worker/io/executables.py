@@ -7,8 +7,8 @@ An executable is named as declared: a name containing ``/`` is a path
 relative to a base directory (the benchmark file's), any other name is
 looked up on ``PATH``. Its identity (:class:`~eceb_worker.families.paired.records.Executable`)
 is its real path, the BLAKE3 and size of its bytes and, when asked, the
-stripped standard output of ``EXE --version`` (run with a timeout, no
-shell, standard input closed). Nothing else is ever run here.
+stripped standard output of ``EXE --version`` (:func:`ask_version`: run
+with a timeout, no shell, standard input closed). Nothing else is ever run here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.records import Executable
 
-__all__ = ["VERSION_TIMEOUT_S", "identify_executable", "locate_executable"]
+__all__ = ["VERSION_TIMEOUT_S", "ask_version", "identify_executable", "locate_executable"]
 
 VERSION_TIMEOUT_S: Final = 20
 """Seconds ``EXE --version`` may take before the executable counts as one that cannot be run."""
@@ -74,8 +74,15 @@ def identify_executable(
     return Executable(name=name, path=str(real), blake3=blake3, size=size, version=shown)
 
 
-def _version(path: Path, where: Problem, timeout_s: int) -> str:
-    """The stripped standard output of ``path --version``."""
+def ask_version(path: Path, timeout_s: int = VERSION_TIMEOUT_S) -> tuple[str | None, str | None]:
+    """Run ``path --version`` (no shell, standard input closed, at most
+    ``timeout_s`` seconds): ``(version, None)`` with its stripped standard
+    output, or ``(None, why)`` when it cannot be run, exits non-zero, runs
+    past the timeout or prints nothing. The one way an executable's version
+    is asked: by freeze (:func:`identify_executable`) and again before every
+    start of an attempt (:func:`eceb_worker.pipeline.pair_checks.check_provider`;
+    seed: "Paid experiment preflight conditions", the provider's version is
+    frozen). Raises nothing."""
     try:
         done = subprocess.run(
             [str(path), "--version"],
@@ -85,14 +92,22 @@ def _version(path: Path, where: Problem, timeout_s: int) -> str:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise _problem(where, f"{path} --version did not finish within {timeout_s} s") from None
+        return None, f"{path} --version did not finish within {timeout_s} s"
     except OSError as exc:
-        raise _problem(where, f"cannot run {path} --version: {exc.strerror or exc}") from None
+        return None, f"cannot run {path} --version: {exc.strerror or exc}"
     text = done.stdout.decode("utf-8", "replace").strip()
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
         tail = f": {detail[-1]}" if detail else ""
-        raise _problem(where, f"{path} --version exited with {done.returncode}{tail}")
+        return None, f"{path} --version exited with {done.returncode}{tail}"
     if not text:
-        raise _problem(where, f"{path} --version printed nothing")
+        return None, f"{path} --version printed nothing"
+    return text, None
+
+
+def _version(path: Path, where: Problem, timeout_s: int) -> str:
+    """The stripped standard output of ``path --version`` (:func:`ask_version`), or InputError located as ``where``."""
+    text, failure = ask_version(path, timeout_s)
+    if text is None:
+        raise _problem(where, failure or f"{path} --version failed")
     return text

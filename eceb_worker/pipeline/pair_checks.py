@@ -4,12 +4,17 @@ conditions" and "Fixed paid comparison schedule"; layout:
 :mod:`eceb_worker.families.paired.records`).
 
 :func:`open_pair` reads a prepared task-pair directory and re-checks the
-experiment it belongs to (the directory's parent): the freeze and its
-digest as the manifest binds it, every file of the manifest by digest and
-size, the authorization bound to the freeze, the ledger, the pair's place
-in the schedule (every arm of every earlier pair started), the repository
-(at the frozen HEAD, clean, with the frozen fingerprint) and the provider
-executable (at the frozen real path, with the frozen BLAKE3). Bad or changed
+experiment it belongs to (the directory's parent): the manifest against
+itself and against the freeze and the schedule
+(:func:`~eceb_worker.families.paired.binding.binding_problems`: the pair
+for the directory name's position, every retained file, each arm's
+inputs and exact command line rebuilt from the freeze), every file of the
+manifest by digest and size, the task against the arms' inputs, the
+authorization bound to the freeze, the ledger bound to the freeze and to
+the authorization's count, the pair's place in the schedule (every arm of
+every earlier pair started), the repository (at the frozen HEAD, clean,
+with the frozen fingerprint) and the provider executable (at the frozen
+real path, with the frozen BLAKE3 and size and ``--version``). Bad or changed
 inputs are :class:`~eceb_worker.errors.InputError` (exit 3) with every
 problem together; what forbids the execution itself (no authorization, a
 pair out of order, a changed repository or provider) is
@@ -25,10 +30,12 @@ from pathlib import Path
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
-from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems
+from eceb_worker.families.paired.binding import binding_problems, task_input_problems
+from eceb_worker.families.paired.pairs import arm_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
 from eceb_worker.families.paired.schedule import ScheduledPair, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
+from eceb_worker.io.executables import ask_version
 from eceb_worker.io.files import read_input
 from eceb_worker.io.git import GitState, git_state
 from eceb_worker.io.ledger import Ledger
@@ -106,35 +113,12 @@ def _check_files(directory: Path, manifest: Manifest) -> list[Problem]:
     return problems
 
 
-def _check_schedule(directory: Path, manifest: Manifest) -> list[Problem]:
+def _check_manifest(directory: Path, manifest: Manifest, freeze: Freeze, freeze_digest: str) -> list[Problem]:
+    """The manifest against itself (:func:`arm_problems`: the arms differ only
+    in their context) and against the freeze and the schedule
+    (:func:`binding_problems`: what runs is what was frozen)."""
     where = str(directory / "manifest.json")
-    scheduled = scheduled_pair(manifest.pair.position)
-    shown = manifest.pair
-    if scheduled is None or (scheduled.task, scheduled.repeat, scheduled.order, scheduled.pilot) != (
-        shown.task,
-        shown.repeat,
-        shown.order,
-        shown.pilot,
-    ):
-        return [Problem(file=where, record="pair", message="is not a pair of the fixed schedule")]
-    if tuple(arm.arm for arm in manifest.arms) != scheduled.order:
-        return [Problem(file=where, record="arms", message="are not in the order the schedule runs them")]
-    return []
-
-
-def _check_arms(directory: Path, manifest: Manifest) -> list[Problem]:
-    """The arms differ only in their context (:func:`arm_problems`), and each
-    gives its own attempt-local captured schema, in this directory, to ``--output-schema``."""
-    where = str(directory / "manifest.json")
-    problems = arm_problems(manifest, where)
-    for index, arm in enumerate(manifest.arms):
-        schema = str(directory / arm.attempt / ANSWER_SCHEMA_NAME)
-        argv = list(arm.argv)
-        given = argv[argv.index("--output-schema") + 1] if "--output-schema" in argv[:-1] else None
-        if given is not None and given != schema:
-            message = f"gives {given} to --output-schema, not the attempt-local captured schema {schema}"
-            problems.append(Problem(file=where, record=f"arms[{index}]", field="argv", message=message))
-    return problems
+    return arm_problems(manifest, where) + binding_problems(manifest, freeze, freeze_digest, str(directory), where)
 
 
 def _read_task(directory: Path, manifest: Manifest, freeze: Freeze) -> tuple[TaskSpec, tuple[Check, ...]]:
@@ -146,9 +130,12 @@ def _read_task(directory: Path, manifest: Manifest, freeze: Freeze) -> tuple[Tas
         )
     by_id = {check.id: check for check in freeze.checks}
     missing = [name for name in task.checks if name not in by_id]
+    problems = task_input_problems(manifest, task, str(directory / "manifest.json"))
     if missing:
         message = f"names checks the freeze does not hold: {', '.join(missing)}"
-        raise InputError([Problem(file=str(path), field="checks", message=message)])
+        problems.insert(0, Problem(file=str(path), field="checks", message=message))
+    if problems:
+        raise InputError(problems)
     return task, tuple(by_id[name] for name in task.checks)
 
 
@@ -177,10 +164,15 @@ def check_repository(freeze: Freeze) -> GitState:
 
 
 def check_provider(freeze: Freeze, manifest: Manifest) -> None:
-    """Refuse (:class:`ExecutionRefused`) unless the provider executable at the
-    frozen real path has the frozen BLAKE3 and size, is executable, and every
-    arm's command line runs it: a start is only recorded for a provider that
-    can be spawned."""
+    """Refuse (:class:`ExecutionRefused`) unless every arm's command line runs
+    the provider executable at the frozen real path, its bytes have the
+    frozen BLAKE3 and size, it is executable, and its ``--version``, asked
+    again (:func:`~eceb_worker.io.executables.ask_version`, the freeze's
+    timeout), prints the frozen version: a start is only recorded for the
+    frozen provider, one that can be spawned. Called before every attempt's
+    start in the ledger (seed: "Paid experiment preflight conditions", the
+    provider executable and its version are frozen). The version is asked
+    only once the bytes are the frozen ones: a changed executable is never run."""
     frozen = freeze.provider
     for arm in manifest.arms:
         if not arm.argv or arm.argv[0] != frozen.path:
@@ -194,6 +186,14 @@ def check_provider(freeze: Freeze, manifest: Manifest) -> None:
         raise ExecutionRefused(f"the provider at {frozen.path} is not the frozen one (BLAKE3 {blake3}, {size} bytes)")
     if not os.access(frozen.path, os.X_OK):
         raise ExecutionRefused(f"the frozen provider {frozen.path} is not executable")
+    version, failure = ask_version(Path(frozen.path))
+    if version is None:
+        raise ExecutionRefused(f"the frozen provider's version cannot be asked again: {failure}")
+    if version != frozen.version:
+        raise ExecutionRefused(
+            f"the provider at {frozen.path} is not the frozen one: --version prints {version!r}, "
+            f"the freeze holds {frozen.version!r}"
+        )
 
 
 def _authorization(experiment: Experiment, freeze_digest: str) -> Authorization:
@@ -203,6 +203,24 @@ def _authorization(experiment: Experiment, freeze_digest: str) -> Authorization:
     if authorization.freeze_digest != freeze_digest:
         raise ExecutionRefused(f"not authorized: {experiment.authorization} binds another freeze")
     return authorization
+
+
+def _check_ledger_binding(
+    experiment: Experiment, ledger: Ledger, freeze_digest: str, authorization: Authorization
+) -> None:
+    """Refuse unless the ledger's binding (its freeze digest and authorized
+    execution count) is the freeze's digest and ``authorization.json``'s count."""
+    bound, authorized = ledger.binding()
+    if bound != freeze_digest:
+        raise ExecutionRefused(
+            f"the ledger {experiment.ledger} is bound to the freeze {bound}; {experiment.freeze} is {freeze_digest}"
+        )
+    if authorized != authorization.authorized_executions:
+        raise ExecutionRefused(
+            f"the ledger {experiment.ledger} holds {authorized} authorized executions, "
+            f"{experiment.authorization} authorizes {authorization.authorized_executions}: "
+            "nothing runs until they agree"
+        )
 
 
 def _check_order(directory: Path, manifest: Manifest, ledger: Ledger) -> None:
@@ -241,22 +259,15 @@ def open_pair(directory: Path) -> PairRun:
     experiment = Experiment(directory.parent)
     manifest, manifest_digest = read_record(directory / "manifest.json", Manifest)
     freeze, freeze_digest = read_record(experiment.freeze, Freeze)
-    problems = []
-    if freeze_digest != manifest.freeze_digest:
-        message = f"binds the freeze {manifest.freeze_digest}, {experiment.freeze} is {freeze_digest}"
-        problems.append(Problem(file=str(directory / "manifest.json"), field="freeze_digest", message=message))
+    problems = _check_manifest(directory, manifest, freeze, freeze_digest)
     problems += _check_files(directory, manifest)
-    problems += _check_schedule(directory, manifest)
-    problems += _check_arms(directory, manifest)
     if problems:
         raise InputError(problems)
     task, checks = _read_task(directory, manifest, freeze)
     authorization = _authorization(experiment, freeze_digest)
     ledger = Ledger.open(experiment.ledger)
     try:
-        bound, _ = ledger.binding()
-        if bound != freeze_digest:
-            raise ExecutionRefused(f"the ledger {experiment.ledger} is bound to another freeze")
+        _check_ledger_binding(experiment, ledger, freeze_digest, authorization)
         _check_order(directory, manifest, ledger)
         repository = check_repository(freeze)
         check_provider(freeze, manifest)
