@@ -123,7 +123,10 @@ def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path 
 def authorize_command(experiment: Path, approver: str, executions: int | None, freeze_digest: str | None) -> None:
     """Record G3: a person's authorization of paid execution, bound to the
     freeze digest (EXPERIMENT/authorization.json), and create the execution
-    ledger (EXPERIMENT/ledger.sqlite). Recorded once."""
+    ledger (EXPERIMENT/ledger.sqlite). Recorded once, and never once an
+    attempt may have started."""
+    if not approver.strip():
+        raise click.BadParameter("an authorization needs an approver (a person)", param_hint="--approver")
     record, digest = authorize(experiment, approver=approver, executions=executions, freeze_digest=freeze_digest)
     count = record.authorized_executions
     click.echo(f"authorized {count} execution{'s' if count != 1 else ''} of freeze {digest}")
@@ -140,8 +143,13 @@ def approve(experiment: Path, approver: str) -> None:
     """Record a person's approval to continue after the pilot pair
     (EXPERIMENT/continuation.json, and the ledger), bound to the freeze and
     to the pilot's evidence: its manifest and both attempt records. Only
-    once both pilot attempts have complete journals."""
-    record, evidence = approve_continuation(experiment, approver=approver)
+    once both pilot attempts have complete journals (an outcome the ledger
+    never recorded is recorded first from its attempt.json)."""
+    if not approver.strip():
+        raise click.BadParameter("an approval needs an approver (a person)", param_hint="--approver")
+    record, evidence, reconciled = approve_continuation(experiment, approver=approver)
+    for attempt_id, outcome in reconciled:
+        click.echo(f"recorded the outcome of attempt {attempt_id} from its attempt.json: {outcome}")
     click.echo(f"approved continuation after the pilot {evidence.pair}")
     click.echo(f"pilot evidence digest: {record.pilot_evidence_digest}")
     click.echo(f"approver: {record.approver}")

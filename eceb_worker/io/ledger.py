@@ -4,9 +4,9 @@ that decides, in one transaction, whether a paid execution may start
 "Paid experiment preflight conditions").
 
 An execution is one arm of one pair of the schedule
-(:mod:`eceb_worker.families.paired.schedule`). :meth:`Ledger.start` records
-it, or raises :class:`~eceb_worker.errors.ExecutionRefused` naming why,
-when:
+(:mod:`eceb_worker.families.paired.schedule`), run from one task-pair
+directory. :meth:`Ledger.start` records it, or raises
+:class:`~eceb_worker.errors.ExecutionRefused` naming why, when:
 
 - the ledger's authorized execution count is used up (every recorded start
   counts, finished or not: an incomplete journal is an execution);
@@ -14,16 +14,29 @@ when:
 - the execution belongs to a pair after the pilot and no continuation
   approval binding the freeze and the pilot's evidence was recorded;
 - the same pair and arm were started before: nothing runs twice, and
-  nothing is retried automatically.
+  nothing is retried automatically;
+- the pair already has an execution from another task-pair directory (a
+  pair prepared again has several): a pair runs from one directory, so its
+  two arms are one pair's evidence.
 
 The check and the record are one ``BEGIN IMMEDIATE`` transaction, so two
-runners racing for the last authorized execution cannot both start it.
+runners racing for the last authorized execution, or for the two arms of
+one pair from two directories, cannot both start.
 Approvals are recorded, never created by a check passing: the ledger only
 holds what a person approved (see :meth:`Ledger.approve_continuation`).
+
+Every SQLite error is mapped in one place (:func:`_mapped`): a ledger
+locked by another connection beyond :data:`BUSY_TIMEOUT_S`, read-only or
+not writable is :class:`~eceb_worker.errors.OutputError` (exit 6); a file
+that is not a ledger, or a damaged one (a missing table or ``ledger`` row,
+a value of the wrong type, executions not numbered from 1 in order), is
+:class:`~eceb_worker.errors.InputError` (exit 3); both name the ledger file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,12 +45,13 @@ from typing import Final
 
 import msgspec
 
-from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
+from eceb_worker.errors import EcebError, ExecutionRefused, InputError, OutputError, Problem
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger", "LedgerEntry"]
 
 BUSY_TIMEOUT_S: Final = 30.0
-"""How long a runner waits for another one's transaction before giving up."""
+"""How long a runner waits for another one's transaction before giving up
+(seconds; beyond it the ledger is busy: :class:`OutputError`)."""
 
 _SCHEMA: Final = """
 CREATE TABLE ledger (
@@ -50,6 +64,7 @@ CREATE TABLE executions (
     pair INTEGER NOT NULL,
     arm TEXT NOT NULL,
     attempt_id TEXT NOT NULL UNIQUE,
+    directory TEXT NOT NULL,
     outcome TEXT,
     UNIQUE (pair, arm)
 );
@@ -62,23 +77,103 @@ CREATE TABLE approvals (
 );
 """
 
+_EXECUTIONS: Final = "SELECT position, pair, arm, attempt_id, directory, outcome FROM executions ORDER BY position"
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+
+_UNWRITABLE: Final = {
+    3: "permission denied",  # SQLITE_PERM
+    5: "busy: another connection holds it beyond the busy timeout",  # SQLITE_BUSY
+    6: "locked: another connection holds it beyond the busy timeout",  # SQLITE_LOCKED
+    7: "out of memory",  # SQLITE_NOMEM
+    8: "read-only",  # SQLITE_READONLY
+    9: "interrupted",  # SQLITE_INTERRUPT
+    10: "an I/O error",  # SQLITE_IOERR
+    13: "the disk is full",  # SQLITE_FULL
+    14: "it or its journal cannot be opened",  # SQLITE_CANTOPEN
+    15: "a locking protocol error",  # SQLITE_PROTOCOL
+}
+"""SQLite's primary result codes that say the file cannot be used now, not that it is wrong."""
+
+
+def _mapped(path: Path, exc: sqlite3.Error) -> EcebError:
+    """The documented error for the SQLite error ``exc`` on the ledger at
+    ``path`` (see the module): :class:`OutputError` when the file cannot be
+    written or read now (busy, locked, read-only, I/O), else
+    :class:`InputError` (not a ledger, or a damaged one)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _UNWRITABLE:
+        return OutputError(f"{path}: the execution ledger is {_UNWRITABLE[code & 0xFF]} ({exc}); nothing was recorded")
+    return InputError([Problem(file=str(path), message=f"not an execution ledger, or a damaged one ({exc})")])
+
+
+@contextmanager
+def _sqlite_errors(path: Path) -> Iterator[None]:
+    """Raise every SQLite error inside as :func:`_mapped` maps it."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _mapped(path, exc) from None
+
 
 class LedgerEntry(msgspec.Struct, frozen=True, kw_only=True):
     """One recorded execution: its ``position`` among the ledger's
     executions (1-based), its ``pair`` (position in the schedule) and
-    ``arm`` (``"A"`` or ``"B"``), its ``attempt_id``, and its ``outcome``
-    (``None`` while its journal is incomplete)."""
+    ``arm`` (``"A"`` or ``"B"``), its ``attempt_id``, the name of the
+    task-pair ``directory`` it ran from, and its ``outcome`` (``None``
+    while its journal is incomplete)."""
 
     position: int
     pair: int
     arm: str
     attempt_id: str
+    directory: str
     outcome: str | None
+
+
+def _binding(db: sqlite3.Connection, path: Path) -> tuple[str, int]:
+    """The ledger row's freeze digest and authorized count; :class:`InputError`
+    naming the ledger file when the row is missing, repeated or of the wrong type."""
+    rows = db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchall()
+    if len(rows) != 1:
+        raise InputError([Problem(file=str(path), record="ledger", message=f"holds {len(rows)} rows, not one")])
+    freeze, authorized = rows[0]
+    problems: list[Problem] = []
+    if not isinstance(freeze, str) or not _DIGEST.fullmatch(freeze):
+        problems.append(Problem(file=str(path), record="ledger", field="freeze_digest", message="not a digest"))
+    if type(authorized) is not int or authorized < 0:
+        message = "not a non-negative integer"
+        problems.append(Problem(file=str(path), record="ledger", field="authorized_executions", message=message))
+    if problems:
+        raise InputError(problems)
+    return str(freeze), int(authorized)
+
+
+def _entries(db: sqlite3.Connection, path: Path) -> list[LedgerEntry]:
+    """Every recorded execution in order; :class:`InputError` naming the
+    ledger file when a value has the wrong type or the positions are not 1..n."""
+    entries: list[LedgerEntry] = []
+    problems: list[Problem] = []
+    names = ("position", "pair", "arm", "attempt_id", "directory", "outcome")
+    for index, row in enumerate(db.execute(_EXECUTIONS), start=1):
+        try:
+            entry = msgspec.convert(dict(zip(names, row, strict=True)), LedgerEntry, strict=True)
+        except msgspec.ValidationError as exc:
+            problems.append(Problem(file=str(path), record=f"executions[{index}]", message=str(exc)))
+            continue
+        if entry.position != index:
+            message = f"position {entry.position}, not {index}: an execution was deleted or renumbered"
+            problems.append(Problem(file=str(path), record=f"executions[{index}]", field="position", message=message))
+        entries.append(entry)
+    if problems:
+        raise InputError(problems)
+    return entries
 
 
 class Ledger:
     """An open ledger file (see the module). Create one with :meth:`create`,
-    open an existing one with :meth:`open`."""
+    open an existing one with :meth:`open`. Every method raises
+    :class:`OutputError` or :class:`InputError` naming the file for what
+    SQLite reports (the module)."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
@@ -106,62 +201,98 @@ class Ledger:
 
     @classmethod
     def open(cls, path: Path) -> Ledger:
-        """The ledger at ``path``; raises :class:`ExecutionRefused` when there is
-        none, :class:`InputError` naming it when it is not a ledger."""
+        """The ledger at ``path``, its tables and rows checked; raises
+        :class:`ExecutionRefused` when there is none, :class:`InputError`
+        naming it when it is not a ledger or a damaged one,
+        :class:`OutputError` when it is busy or cannot be read now."""
         if not path.is_file():
             raise ExecutionRefused(f"{path}: no ledger (executions are authorized by creating one)")
         ledger = cls(path, _connect(path))
         try:
-            ledger._db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchone()
-            ledger._db.execute("SELECT position, pair, arm, attempt_id, outcome FROM executions LIMIT 0").fetchall()
-        except sqlite3.DatabaseError as exc:
+            with _sqlite_errors(path):
+                _binding(ledger._db, path)
+                _entries(ledger._db, path)
+                ledger._db.execute("SELECT reason FROM stops LIMIT 0").fetchall()
+                ledger._db.execute(
+                    "SELECT freeze_digest, pilot_evidence_digest, approver FROM approvals LIMIT 0"
+                ).fetchall()
+        except BaseException:
             ledger.close()
-            raise InputError([Problem(file=str(path), message=f"not an execution ledger ({exc})")]) from None
+            raise
         return ledger
 
     def close(self) -> None:
         """Close the database connection."""
-        self._db.close()
+        with _sqlite_errors(self.path):
+            self._db.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with _sqlite_errors(self.path):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # what failed is what is reported
+                        self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
-    def start(self, *, pair: int, arm: str, attempt_id: str) -> LedgerEntry:
+    def start(self, *, pair: int, arm: str, attempt_id: str, directory: str) -> LedgerEntry:
         """Record the start of ``arm`` of schedule pair ``pair`` as attempt
-        ``attempt_id``, or raise :class:`ExecutionRefused` saying why (see
+        ``attempt_id``, run from the task-pair directory named
+        ``directory``, or raise :class:`ExecutionRefused` saying why (see
         the module); one transaction."""
         with self._transaction() as db:
-            freeze, authorized = db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchone()
-            (started,) = db.execute("SELECT count(*) FROM executions").fetchone()
+            freeze, authorized = _binding(db, self.path)
+            entries = _entries(db, self.path)
             stop = db.execute("SELECT reason FROM stops ORDER BY id LIMIT 1").fetchone()
             if stop is not None:
                 raise ExecutionRefused(f"spending stopped: {stop[0]}")
-            if db.execute("SELECT 1 FROM executions WHERE pair = ? AND arm = ?", (pair, arm)).fetchone():
+            if any((entry.pair, entry.arm) == (pair, arm) for entry in entries):
                 raise ExecutionRefused(f"pair {pair} arm {arm} was started before: nothing runs twice")
-            if started >= authorized:
+            other = next((e for e in entries if e.pair == pair and e.directory != directory), None)
+            if other is not None:
+                raise ExecutionRefused(
+                    f"pair {pair} arm {other.arm} started from {other.directory}, not {directory}: "
+                    f"a pair runs from one directory (eceb pair run {other.directory})"
+                )
+            if len(entries) >= authorized:
                 raise ExecutionRefused(f"all {authorized} authorized executions have started")
             if pair > 1 and not db.execute("SELECT 1 FROM approvals WHERE freeze_digest = ?", (freeze,)).fetchone():
                 raise ExecutionRefused(
                     f"pair {pair} comes after the pilot: continuation needs an approval bound to the freeze "
                     "(eceb pair approve)"
                 )
-            db.execute(
-                "INSERT INTO executions (position, pair, arm, attempt_id) VALUES (?, ?, ?, ?)",
-                (started + 1, pair, arm, attempt_id),
+            entry = LedgerEntry(
+                position=len(entries) + 1,
+                pair=pair,
+                arm=arm,
+                attempt_id=attempt_id,
+                directory=directory,
+                outcome=None,
             )
-        return LedgerEntry(position=started + 1, pair=pair, arm=arm, attempt_id=attempt_id, outcome=None)
+            db.execute(
+                "INSERT INTO executions (position, pair, arm, attempt_id, directory) VALUES (?, ?, ?, ?, ?)",
+                (entry.position, pair, arm, attempt_id, directory),
+            )
+        return entry
 
-    def finish(self, attempt_id: str, outcome: str) -> None:
-        """Record the ``outcome`` of a started attempt (its journal is complete)."""
+    def finish(self, attempt_id: str, outcome: str) -> bool:
+        """Record the ``outcome`` of the started attempt ``attempt_id`` (its
+        journal is complete): ``True`` when recorded now, ``False`` when the
+        ledger already holds an outcome of it (never replaced). Raises
+        :class:`InputError` naming the ledger when it holds no start of it."""
         with self._transaction() as db:
+            row = db.execute("SELECT outcome FROM executions WHERE attempt_id = ?", (attempt_id,)).fetchone()
+            if row is None:
+                message = f"holds no start of attempt {attempt_id}: an execution was deleted"
+                raise InputError([Problem(file=str(self.path), record="executions", message=message)])
+            if row[0] is not None:
+                return False
             db.execute("UPDATE executions SET outcome = ? WHERE attempt_id = ?", (outcome, attempt_id))
+        return True
 
     def stop(self, reason: str) -> None:
         """Record a spending stop: no execution starts after it."""
@@ -174,13 +305,11 @@ class Ledger:
         :class:`ExecutionRefused` when ``freeze_digest`` is not this ledger's
         freeze or the pilot's two executions have not both finished."""
         with self._transaction() as db:
-            (freeze,) = db.execute("SELECT freeze_digest FROM ledger").fetchone()
+            freeze, _ = _binding(db, self.path)
             if freeze_digest != freeze:
                 raise ExecutionRefused("the approval names another freeze than the ledger's")
-            (finished,) = db.execute(
-                "SELECT count(*) FROM executions WHERE pair = 1 AND outcome IS NOT NULL"
-            ).fetchone()
-            if finished < 2:
+            finished = [e for e in _entries(db, self.path) if e.pair == 1 and e.outcome is not None]
+            if len(finished) < 2:
                 raise ExecutionRefused("the pilot has not finished: there is no evidence to approve yet")
             db.execute(
                 "INSERT INTO approvals (freeze_digest, pilot_evidence_digest, approver) VALUES (?, ?, ?)",
@@ -189,24 +318,28 @@ class Ledger:
 
     def binding(self) -> tuple[str, int]:
         """The freeze digest the ledger is bound to and its authorized execution count."""
-        freeze, authorized = self._db.execute("SELECT freeze_digest, authorized_executions FROM ledger").fetchone()
-        return str(freeze), int(authorized)
+        with _sqlite_errors(self.path):
+            return _binding(self._db, self.path)
 
     def stops(self) -> list[str]:
         """The reasons of every recorded spending stop, in order."""
-        return [str(reason) for (reason,) in self._db.execute("SELECT reason FROM stops ORDER BY id")]
+        with _sqlite_errors(self.path):
+            return [str(reason) for (reason,) in self._db.execute("SELECT reason FROM stops ORDER BY id")]
 
     def approvals(self) -> list[tuple[str, str, str]]:
         """Every recorded continuation approval: ``(freeze_digest, pilot_evidence_digest, approver)``, in order."""
-        rows = self._db.execute("SELECT freeze_digest, pilot_evidence_digest, approver FROM approvals ORDER BY id")
-        return [(str(f), str(e), str(a)) for f, e, a in rows]
+        with _sqlite_errors(self.path):
+            query = "SELECT freeze_digest, pilot_evidence_digest, approver FROM approvals ORDER BY id"
+            return [(str(f), str(e), str(a)) for f, e, a in self._db.execute(query)]
 
     def entries(self) -> list[LedgerEntry]:
         """Every recorded execution, in order of start."""
-        rows = self._db.execute("SELECT position, pair, arm, attempt_id, outcome FROM executions ORDER BY position")
-        return [LedgerEntry(position=p, pair=q, arm=a, attempt_id=i, outcome=o) for p, q, a, i, o in rows]
+        with _sqlite_errors(self.path):
+            return _entries(self._db, self.path)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly)."""
-    return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    """A connection in autocommit mode (transactions are begun explicitly),
+    waiting up to :data:`BUSY_TIMEOUT_S` for another connection's lock."""
+    with _sqlite_errors(path):
+        return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)

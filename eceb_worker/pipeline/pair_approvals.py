@@ -10,6 +10,9 @@ comparison schedule": "Continuation requires explicit approval").
   bound to the freeze and to the pilot's evidence (:func:`pilot_evidence`),
   recorded in the ledger.
 - :func:`stop_spending`: a spending stop in the ledger.
+- :func:`reconcile_outcomes`: an outcome a complete journal holds and the
+  ledger never recorded (the runner stopped between ``attempt.json`` and
+  the ledger), recorded from ``attempt.json``.
 
 Only these functions, called by the commands a person runs, create these
 records; no check passing ever does.
@@ -37,6 +40,8 @@ from eceb_worker.families.paired.records import (
 )
 from eceb_worker.io.ledger import Ledger
 from eceb_worker.pipeline.experiment import Experiment, read_record, utc_now, write_record
+from eceb_worker.pipeline.pair_checks import attempt_id_of
+from eceb_worker.pipeline.pair_freeze import refuse_once_started
 
 __all__ = [
     "BILLING_NOTICE",
@@ -45,6 +50,7 @@ __all__ = [
     "authorize",
     "find_pilot",
     "pilot_evidence",
+    "reconcile_outcomes",
     "stop_spending",
 ]
 
@@ -62,7 +68,10 @@ def authorize(
     freeze digest.
 
     Raises :class:`ExecutionRefused` when already authorized (an
-    authorization or a ledger exists); :class:`InputError` when
+    authorization or a ledger exists) or an attempt may have started (an
+    entry of a ``task-pair-*/attempts`` directory exists:
+    :func:`~eceb_worker.pipeline.pair_freeze.refuse_once_started`; a ledger
+    removed by hand is not authorized again); :class:`InputError` when
     ``freeze.json`` is missing, invalid or changed, or ``executions`` is
     more than the freeze allows or zero, or ``freeze.json`` is not the
     freeze ``freeze_digest`` names (:class:`ExecutionRefused`)."""
@@ -70,6 +79,7 @@ def authorize(
     for path in (experiment.authorization, experiment.ledger):
         if os.path.lexists(path):
             raise ExecutionRefused(f"{path}: exists: the experiment is already authorized (G3 is recorded once)")
+    refuse_once_started(experiment)
     freeze, digest = read_record(experiment.freeze, Freeze)
     if freeze_digest is not None and freeze_digest != digest:
         raise ExecutionRefused(
@@ -172,10 +182,41 @@ def pilot_evidence(pair: Path) -> PilotEvidence:
     )
 
 
-def approve_continuation(root: Path, *, approver: str) -> tuple[ContinuationApproval, PilotEvidence]:
+def reconcile_outcomes(ledger: Ledger, directory: Path, manifest: Manifest) -> list[tuple[str, str]]:
+    """Record in ``ledger`` the outcome of each attempt of the pair in
+    ``directory`` (its ``manifest``) whose journal is complete while the
+    ledger holds its start without an outcome: the runner stopped (killed,
+    or the ledger busy) after writing ``attempt.json`` and before recording
+    it. The outcome is the status of the valid ``attempt.json``
+    (:func:`read_record`) that records the same attempt id; an incomplete
+    journal stays an execution without an outcome. Returns the
+    ``(attempt_id, outcome)`` pairs recorded now, in the manifest's order;
+    raises what :class:`Ledger` raises."""
+    entries = {entry.attempt_id: entry for entry in ledger.entries()}
+    recorded: list[tuple[str, str]] = []
+    for arm in manifest.arms:
+        attempt_id = attempt_id_of(directory, arm.arm.value)
+        entry = entries.get(attempt_id)
+        if entry is None or entry.outcome is not None:
+            continue
+        try:
+            attempt, _ = read_record(directory / arm.attempt / "attempt.json", Attempt)
+        except InputError:
+            continue  # no valid attempt.json: the journal is incomplete
+        if attempt.attempt_id == attempt_id and ledger.finish(attempt_id, attempt.status.value):
+            recorded.append((attempt_id, attempt.status.value))
+    return recorded
+
+
+def approve_continuation(
+    root: Path, *, approver: str
+) -> tuple[ContinuationApproval, PilotEvidence, list[tuple[str, str]]]:
     """Record a person's approval to continue after the pilot:
     ``continuation.json`` (binding the freeze digest and
-    :func:`pilot_evidence`) and its entry in the ledger.
+    :func:`pilot_evidence`) and its entry in the ledger. An outcome of the
+    pilot the ledger never recorded is recorded first from its
+    ``attempt.json`` (:func:`reconcile_outcomes`). Returns the record, the
+    evidence and what was reconciled.
 
     Raises :class:`ExecutionRefused` when the experiment is not authorized,
     is already approved, or the pilot has not finished (both attempts need a
@@ -199,6 +240,7 @@ def approve_continuation(root: Path, *, approver: str) -> tuple[ContinuationAppr
     evidence = pilot_evidence(pilot)
     ledger = Ledger.open(experiment.ledger)
     try:
+        reconciled = reconcile_outcomes(ledger, pilot, manifest)
         recorded = {entry.attempt_id for entry in ledger.entries() if entry.pair == 1 and entry.outcome is not None}
         unrecorded = [attempt for attempt in evidence.attempt_ids if attempt not in recorded]
         if unrecorded:
@@ -224,4 +266,4 @@ def approve_continuation(root: Path, *, approver: str) -> tuple[ContinuationAppr
             raise
     finally:
         ledger.close()
-    return record, evidence
+    return record, evidence, reconciled

@@ -253,7 +253,9 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
         if signals.received is not None:
             _discard(staging, created)
             return None
-        entry = pair.ledger.start(pair=pair.manifest.pair.position, arm=arm.arm.value, attempt_id=attempt_id)
+        entry = pair.ledger.start(
+            pair=pair.manifest.pair.position, arm=arm.arm.value, attempt_id=attempt_id, directory=pair.directory.name
+        )
     except BaseException:
         _discard(staging, created)
         raise

@@ -64,16 +64,19 @@ class Frozen(msgspec.Struct, frozen=True, kw_only=True):
 
 def refuse_once_started(experiment: Experiment) -> None:
     """Raise :class:`ExecutionRefused` when ``experiment`` holds an
-    authorization, a ledger or any attempt's ``attempt-start.json``: once an
-    attempt may have started, outcomes may exist, and nothing is frozen
-    there again (freeze into a new directory)."""
+    authorization, a ledger, any attempt's ``attempt-start.json`` or any
+    other entry of a ``task-pair-*/attempts`` directory (an attempt's
+    staging directory included): once an attempt may have started, outcomes
+    may exist, and nothing is frozen or authorized there again (freeze into
+    a new directory). Used by ``eceb pair freeze`` and ``eceb pair authorize``."""
     found = [path for path in (experiment.authorization, experiment.ledger) if os.path.lexists(path)]
     if experiment.root.is_dir():
         found += sorted(experiment.root.glob("task-pair-*/attempts/*/attempt-start.json"))[:1]
+        found += sorted(experiment.root.glob("task-pair-*/attempts/*"))[:1]
     if found:
         raise ExecutionRefused(
             f"{experiment.root}: holds {found[0].name} ({found[0]}): executions may have been "
-            "authorized or started, so outcomes may exist and nothing is frozen here again; "
+            "authorized or started, so outcomes may exist and nothing is frozen or authorized here again; "
             "freeze into a new directory"
         )
 

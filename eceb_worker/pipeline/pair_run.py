@@ -4,6 +4,8 @@ retained outputs", "Fixed paid comparison schedule" and "Paid experiment
 preflight conditions").
 
 :func:`run_pair` checks the experiment (:func:`eceb_worker.pipeline.pair_checks.open_pair`),
+records an outcome of the pair that its complete journal holds and the
+ledger never recorded (:func:`eceb_worker.pipeline.pair_approvals.reconcile_outcomes`),
 then runs the pair's arms in the manifest's order, each arm not yet started
 (:func:`eceb_worker.pipeline.pair_attempt.run_attempt`): an arm started
 before (a complete or an incomplete journal, or a start the ledger holds)
@@ -24,6 +26,7 @@ from pathlib import Path
 from eceb_worker.errors import ExecutionRefused
 from eceb_worker.families.paired.journal import AttemptStatus
 from eceb_worker.io.provider import DeferredSignals
+from eceb_worker.pipeline.pair_approvals import reconcile_outcomes
 from eceb_worker.pipeline.pair_attempt import AttemptReport, RunnerLog, run_attempt
 from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
 from eceb_worker.pipeline.pair_status import arm_state
@@ -86,6 +89,8 @@ def run_pair(
     pair = open_pair(directory)
     try:
         position = pair.manifest.pair.position
+        for attempt_id, outcome in reconcile_outcomes(pair.ledger, pair.directory, pair.manifest):
+            out(f"pair {position}: recorded the outcome of attempt {attempt_id} from its attempt.json: {outcome}")
         started = _started(pair)
         if len(started) == len(pair.manifest.arms):
             raise ExecutionRefused(f"every arm of pair {position} has started: nothing runs twice")

@@ -5,6 +5,8 @@ ledger; never created by a check passing."""
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -45,10 +47,10 @@ def test_authorize_records_g3_bound_to_the_freeze_and_creates_the_ledger(frozen:
     assert (record["authorized_executions"], record["approver"]) == (2, "Ada Reviewer")
     ledger = Ledger.open(exp / "ledger.sqlite")
     assert ledger.entries() == []
-    ledger.start(pair=1, arm="A", attempt_id="a")
-    ledger.start(pair=1, arm="B", attempt_id="b")
+    ledger.start(pair=1, arm="A", attempt_id="a", directory="task-pair-01")
+    ledger.start(pair=1, arm="B", attempt_id="b", directory="task-pair-01")
     with pytest.raises(ExecutionRefused, match="all 2 authorized executions"):
-        ledger.start(pair=2, arm="B", attempt_id="c")
+        ledger.start(pair=2, arm="B", attempt_id="c", directory="task-pair-02")
     ledger.close()
 
     again = frozen.eceb("authorize", exp, "--approver", "Someone Else")
@@ -91,8 +93,8 @@ def test_authorize_refuses_a_changed_freeze_or_another_digest_than_the_one_revie
 
 def start_attempt(pair: Path, arm: str, ledger: Ledger) -> str:
     """Stand in for eceb pair run up to the commit point of ``arm``'s attempt."""
-    attempt_id = f"{pair.name}-{arm}"
-    ledger.start(pair=1, arm=arm, attempt_id=attempt_id)
+    attempt_id = f"{pair.name}/{arm}"
+    ledger.start(pair=1, arm=arm, attempt_id=attempt_id, directory=pair.name)
     (pair / "attempts" / arm).mkdir(parents=True)
     (pair / "attempts" / arm / "attempt-start.json").write_text("{}", encoding="utf-8")
     return attempt_id
@@ -100,7 +102,7 @@ def start_attempt(pair: Path, arm: str, ledger: Ledger) -> str:
 
 def finish_attempt(pair: Path, arm: str, ledger: Ledger, *, status: AttemptStatus) -> bytes:
     """Stand in for eceb pair run completing ``arm``'s journal: its attempt.json."""
-    attempt_id = f"{pair.name}-{arm}"
+    attempt_id = f"{pair.name}/{arm}"
     record = Attempt(
         schema="symgliph.eceb/pair-attempt-v0.1",
         attempt_id=attempt_id,
@@ -161,7 +163,8 @@ def test_approve_waits_for_the_pilot_and_binds_its_evidence(frozen: Bench) -> No
     assert f"pilot evidence digest: {expected}" in done.stdout
 
     ledger = Ledger.open(exp / "ledger.sqlite")
-    assert ledger.start(pair=2, arm="B", attempt_id="next").position == 3  # continuation recorded
+    next_pair = ledger.start(pair=2, arm="B", attempt_id="next", directory="task-pair-02")
+    assert next_pair.position == 3  # continuation recorded
     ledger.close()
     twice = frozen.eceb("approve", exp, "--approver", "Grace Approver")
     assert twice.returncode == 9
@@ -179,5 +182,96 @@ def test_stop_records_a_spending_stop_in_the_ledger(frozen: Bench) -> None:
     assert "No execution starts after this stop." in done.stdout
     ledger = Ledger.open(exp / "ledger.sqlite")
     with pytest.raises(ExecutionRefused, match="spending stopped: the pilot cost more than expected"):
-        ledger.start(pair=1, arm="A", attempt_id="a")
+        ledger.start(pair=1, arm="A", attempt_id="a", directory="task-pair-01")
     ledger.close()
+
+
+def test_authorize_is_refused_once_an_attempt_may_have_started(frozen: Bench) -> None:
+    """A removed ledger and authorization are not authorized again while
+    any attempt entry exists: the pilot never runs twice."""
+    exp = frozen.experiment
+    prepared = frozen.eceb("prepare", exp)
+    assert prepared.returncode == 0, prepared.stderr
+    (pair,) = exp.glob("task-pair-01-*")
+    for entry in (".A.staging-0badc0de", "B"):  # a staging directory, any attempts/ entry
+        (pair / "attempts" / entry).mkdir(parents=True)
+        refused = frozen.eceb("authorize", exp, "--approver", "Ada")
+        assert refused.returncode == 9, refused.stderr
+        assert f"holds {entry}" in refused.stderr and "nothing is frozen or authorized here again" in refused.stderr
+        assert not (exp / "ledger.sqlite").exists() and not (exp / "authorization.json").exists()
+        shutil.rmtree(pair / "attempts")
+    assert frozen.eceb("authorize", exp, "--approver", "Ada").returncode == 0
+    ledger = Ledger.open(exp / "ledger.sqlite")
+    start_attempt(pair, "A", ledger)
+    ledger.close()
+    (exp / "ledger.sqlite").unlink()
+    (exp / "authorization.json").unlink()
+    again = frozen.eceb("authorize", exp, "--approver", "Ada")
+    assert again.returncode == 9
+    assert "holds attempt-start.json" in again.stderr
+    assert not (exp / "ledger.sqlite").exists() and not (exp / "authorization.json").exists()
+
+
+@pytest.mark.parametrize("approver", ["", "   "], ids=["empty", "blank"])
+def test_a_blank_approver_is_a_usage_error(frozen: Bench, approver: str) -> None:
+    exp = frozen.experiment
+    done = frozen.eceb("authorize", exp, "--approver", approver)
+    assert done.returncode == 2 and "an authorization needs an approver" in done.stderr
+    assert not (exp / "ledger.sqlite").exists() and not (exp / "authorization.json").exists()
+    assert frozen.eceb("authorize", exp, "--approver", "Ada").returncode == 0
+    done = frozen.eceb("approve", exp, "--approver", approver)
+    assert done.returncode == 2 and "an approval needs an approver" in done.stderr
+    assert not (exp / "continuation.json").exists()
+
+
+def test_approve_records_an_outcome_the_ledger_never_recorded(frozen: Bench) -> None:
+    """A runner that stopped after attempt.json and before the ledger's
+    outcome: approve records the outcome from attempt.json, then approves."""
+    exp = frozen.experiment
+    assert frozen.eceb("authorize", exp, "--approver", "Ada").returncode == 0
+    assert frozen.eceb("prepare", exp).returncode == 0
+    (pair,) = exp.glob("task-pair-01-*")
+    ledger = Ledger.open(exp / "ledger.sqlite")
+    for arm in ("A", "B"):
+        start_attempt(pair, arm, ledger)
+        finish_attempt(pair, arm, ledger, status=AttemptStatus.COMPLETED)
+    ledger.close()
+    db = sqlite3.connect(exp / "ledger.sqlite", isolation_level=None)
+    db.execute("UPDATE executions SET outcome = NULL WHERE arm = 'B'")
+    db.close()
+    status = frozen.eceb("status", exp)
+    assert "the ledger says no outcome (the runner stopped before recording it)" in status.stdout
+    done = frozen.eceb("approve", exp, "--approver", "Grace")
+    assert done.returncode == 0, done.stderr
+    assert f"recorded the outcome of attempt {pair.name}/B from its attempt.json: completed" in done.stdout
+    assert [e.outcome for e in Ledger.open(exp / "ledger.sqlite").entries()] == ["completed", "completed"]
+    assert "inconsistencies: none" in frozen.eceb("status", exp).stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "code", "message"),
+    [
+        ("DROP TABLE stops", 3, "not an execution ledger, or a damaged one (no such table: stops)"),
+        ("DELETE FROM ledger", 3, "ledger.sqlite, ledger: holds 0 rows, not one"),
+        ("UPDATE ledger SET authorized_executions = 'x'", 3, "field 'authorized_executions'"),
+        ("read-only", 6, "ledger.sqlite: the execution ledger is read-only"),
+    ],
+    ids=["dropped-table", "deleted-ledger-row", "text-count", "read-only"],
+)
+def test_a_damaged_or_read_only_ledger_is_a_documented_error(
+    frozen: Bench, damage: str, code: int, message: str
+) -> None:
+    exp = frozen.experiment
+    assert frozen.eceb("authorize", exp, "--approver", "Ada").returncode == 0
+    path = exp / "ledger.sqlite"
+    if damage == "read-only":  # the file format's write version above 2: SQLite refuses writes, to root too
+        with path.open("r+b") as file:
+            file.seek(18)
+            file.write(bytes([3]))
+    else:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute(damage)
+        db.close()
+    done = frozen.eceb("stop", exp, "--reason", "budget")
+    assert done.returncode == code, done.stderr
+    assert message in done.stderr and "internal error" not in done.stderr

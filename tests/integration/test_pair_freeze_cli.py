@@ -237,7 +237,7 @@ def test_freezing_again_replaces_the_freeze_until_an_authorization_or_an_attempt
 def test_freezing_is_refused_once_the_ledger_records_a_started_execution(bench: Bench) -> None:
     bench.experiment.mkdir()
     ledger = Ledger.create(bench.experiment / "ledger.sqlite", freeze_digest="f" * 64, authorized_executions=2)
-    ledger.start(pair=1, arm="A", attempt_id="pilot-A")
+    ledger.start(pair=1, arm="A", attempt_id="pilot-A", directory="task-pair-01")
     ledger.close()
     done = bench.freeze()
     assert done.returncode == 9

@@ -140,7 +140,7 @@ def test_a_pair_prepared_again_gets_a_second_directory_only_when_asked_and_pair_
 def test_the_default_pair_is_the_first_none_of_whose_executions_started(frozen: Bench) -> None:
     assert frozen.eceb("authorize", frozen.experiment, "--approver", "Ada").returncode == 0
     ledger = Ledger.open(frozen.experiment / "ledger.sqlite")
-    ledger.start(pair=1, arm="A", attempt_id="pilot-A")
+    ledger.start(pair=1, arm="A", attempt_id="pilot-A", directory="task-pair-01")
     ledger.close()
     pair = prepared_directory(frozen)
     assert pair.name.startswith("task-pair-02-discovery-r1-")
