@@ -44,6 +44,7 @@ from eceb_worker.pipeline.pair_checks import attempt_id_of
 from eceb_worker.pipeline.pair_freeze import refuse_once_started
 
 __all__ = [
+    "continuation_problem",
     "BILLING_NOTICE",
     "PilotEvidence",
     "approve_continuation",
@@ -267,3 +268,29 @@ def approve_continuation(
     finally:
         ledger.close()
     return record, evidence, reconciled
+
+
+def continuation_problem(experiment: Experiment, freeze_digest: str) -> str | None:
+    """Why ``continuation.json`` does not (or no longer) approve continuing
+    after the pilot of the freeze ``freeze_digest``, or ``None`` when it
+    does: missing or invalid, bound to another freeze, or the pilot's
+    evidence on disk (:func:`pilot_evidence`) no longer the evidence it
+    approved. Run refuses a pair after the pilot on it; status reports it."""
+    if not experiment.continuation.is_file():
+        return f"{experiment.continuation}: missing: continuation after the pilot is not approved (eceb pair approve)"
+    try:
+        approval, _ = read_record(experiment.continuation, ContinuationApproval)
+    except InputError as exc:
+        return "; ".join(str(problem) for problem in exc.problems)
+    if approval.freeze_digest != freeze_digest:
+        return f"{experiment.continuation}: approves the freeze {approval.freeze_digest}, not {freeze_digest}"
+    try:
+        evidence = pilot_evidence(experiment.root / approval.pilot_pair)
+    except (InputError, ExecutionRefused) as exc:
+        return f"{experiment.continuation}: the pilot's evidence cannot be read again: {exc}"
+    if evidence.digest != approval.pilot_evidence_digest:
+        return (
+            f"{experiment.continuation}: the pilot's evidence changed since it was approved "
+            f"(approved {approval.pilot_evidence_digest}, now {evidence.digest})"
+        )
+    return None

@@ -26,7 +26,7 @@ from pathlib import Path
 from eceb_worker.errors import ExecutionRefused
 from eceb_worker.families.paired.journal import AttemptStatus
 from eceb_worker.io.provider import DeferredSignals
-from eceb_worker.pipeline.pair_approvals import reconcile_outcomes
+from eceb_worker.pipeline.pair_approvals import continuation_problem, reconcile_outcomes
 from eceb_worker.pipeline.pair_attempt import AttemptReport, RunnerLog, run_attempt
 from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
 from eceb_worker.pipeline.pair_status import arm_state
@@ -89,6 +89,8 @@ def run_pair(
     pair = open_pair(directory)
     try:
         position = pair.manifest.pair.position
+        if position > 1 and (problem := continuation_problem(pair.experiment, pair.freeze_digest)) is not None:
+            raise ExecutionRefused(f"pair {position} comes after the pilot: continuation needs an approval: {problem}")
         for attempt_id, outcome in reconcile_outcomes(pair.ledger, pair.directory, pair.manifest):
             out(f"pair {position}: recorded the outcome of attempt {attempt_id} from its attempt.json: {outcome}")
         started = _started(pair)

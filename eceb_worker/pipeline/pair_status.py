@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from eceb_worker.errors import ExecutionRefused, InputError, Problem
+from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.journal import Attempt
-from eceb_worker.families.paired.records import Authorization, ContinuationApproval, Freeze, Manifest
+from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
 from eceb_worker.families.paired.schedule import Arm
 from eceb_worker.families.paired.status import (
     INCOMPLETE,
@@ -27,7 +27,7 @@ from eceb_worker.families.paired.transport import read_transport
 from eceb_worker.io.files import read_input
 from eceb_worker.io.ledger import Ledger, LedgerEntry
 from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
-from eceb_worker.pipeline.pair_approvals import pilot_evidence
+from eceb_worker.pipeline.pair_approvals import continuation_problem
 from eceb_worker.pipeline.pair_checks import attempt_id_of
 
 __all__ = ["arm_state", "experiment_status"]
@@ -143,29 +143,6 @@ def _pair(directory: Path, entries: dict[str, LedgerEntry], inconsistent: list[s
     )
 
 
-def _continuation_problems(experiment: Experiment, freeze_digest: str | None) -> list[str]:
-    """Whether ``continuation.json`` still binds the freeze and the pilot's
-    evidence as it is now on disk (a pilot journal changed after the
-    approval is named)."""
-    try:
-        approval, _ = read_record(experiment.continuation, ContinuationApproval)
-    except InputError as exc:
-        return [str(problem) for problem in exc.problems]
-    problems = []
-    if approval.freeze_digest != freeze_digest:
-        problems.append(f"{experiment.continuation}: approves the freeze {approval.freeze_digest}, not {freeze_digest}")
-    try:
-        evidence = pilot_evidence(experiment.root / approval.pilot_pair)
-    except (InputError, ExecutionRefused) as exc:
-        return [*problems, f"{experiment.continuation}: the pilot's evidence cannot be read again: {exc}"]
-    if evidence.digest != approval.pilot_evidence_digest:
-        problems.append(
-            f"{experiment.continuation}: the pilot's evidence changed since it was approved "
-            f"(approved {approval.pilot_evidence_digest}, now {evidence.digest})"
-        )
-    return problems
-
-
 def experiment_status(root: Path) -> PairStatus:
     """The status of the experiment directory ``root`` (module). Raises
     :class:`InputError` when ``root`` holds no ``freeze.json`` (it is not an
@@ -198,8 +175,9 @@ def experiment_status(root: Path) -> PairStatus:
         inconsistent.append(
             f"{experiment.continuation}: {'missing' if approved else 'present'}, and the ledger {held} an approval"
         )
-    if experiment.continuation.exists():
-        inconsistent += _continuation_problems(experiment, freeze_digest)
+    problem = continuation_problem(experiment, freeze_digest) if freeze_digest is not None else None
+    if experiment.continuation.exists() and problem is not None:
+        inconsistent.append(problem)
     by_id = {entry.attempt_id: entry for entry in executions}
     pairs = tuple(_pair(directory, by_id, inconsistent) for directory in experiment.pair_directories())
     for entry in by_id.values():

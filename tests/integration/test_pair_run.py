@@ -342,3 +342,34 @@ def test_status_names_a_pilot_journal_changed_after_its_approval(experiment: Pai
     record.write_bytes(canonical_json(document))
     shown = experiment.status()["inconsistencies"]
     assert any("the pilot's evidence changed since it was approved" in item for item in shown), shown
+
+
+def test_a_pair_after_the_pilot_needs_the_approval_record_and_the_evidence_it_approved(
+    experiment: PairExperiment,
+) -> None:
+    """An approval row written into the ledger by hand is not an approval:
+    continuation.json must exist, bind the freeze, and still match the
+    pilot's evidence on disk."""
+    pilot = experiment.ready()
+    assert experiment.run(pilot).returncode == 0
+    second = experiment.prepare(2)
+    with sqlite3.connect(experiment.dir / "ledger.sqlite") as db:
+        (freeze,) = db.execute("SELECT freeze_digest FROM ledger").fetchone()
+        db.execute(
+            "INSERT INTO approvals (freeze_digest, pilot_evidence_digest, approver) VALUES (?, ?, ?)",
+            (freeze, "0" * 64, "nobody"),
+        )
+    db.close()
+    forged = experiment.run(second)
+    assert forged.returncode == 9 and "continuation.json: missing" in forged.stderr, forged.stderr
+    with sqlite3.connect(experiment.dir / "ledger.sqlite") as db:
+        db.execute("DELETE FROM approvals")
+    db.close()
+    experiment.eceb("pair", "approve", str(experiment.dir), "--approver", "a reviewer", check=True)
+    record = pilot / "attempts" / "B" / "attempt.json"
+    document = json.loads(record.read_bytes())
+    document["problems"] = ["rewritten after the approval"]
+    record.write_bytes(canonical_json(document))
+    changed = experiment.run(second)
+    assert changed.returncode == 9 and "the pilot's evidence changed since it was approved" in changed.stderr
+    assert len(experiment.invocations()) == 2
