@@ -1,0 +1,183 @@
+"""Credit estimates of an attempt from a dated rate snapshot
+(task-context-benchmark-reference.md, "Credit and quality calculation").
+
+A :class:`RatesFile` (``rates.json``, ``schema``: :data:`RATES_SCHEMA`)
+holds rate snapshots (:class:`Rate`): an id, the date they hold from
+(``as_of``), the model and speed tier they apply to, the unit
+``credits_per_million_tokens`` and the input, cached-input and output rates
+as exact decimal strings.
+
+:func:`estimate` computes::
+
+    ((input - cached) * input_rate + cached * cached_rate + output * output_rate) / 1,000,000
+
+exactly: rates are finite decimals and token counts integers, so the
+estimate is a finite decimal, kept as an exact decimal string (no float,
+no rounding; what is printed is that string). Input includes the context;
+cached input and reasoning output are subsets of input and output. A
+missing reasoning count alone keeps the estimate. Missing counters, a turn
+that did not complete, rates for another model, speed tier or unit, rates
+dated after the attempt started, a subset violation and a counter past
+2^63 - 1 make it unavailable, with its reason: never zero. Every figure is
+a credit estimate, not account billing (:data:`NOT_BILLING`). Pure.
+"""
+
+from __future__ import annotations
+
+import enum
+from decimal import Decimal
+from fractions import Fraction
+from typing import Annotated, Final, Literal
+
+import msgspec
+
+from eceb_worker.families.paired.transport import Usage
+
+__all__ = [
+    "NOT_BILLING",
+    "RATES_SCHEMA",
+    "CreditEstimate",
+    "Rate",
+    "RatesFile",
+    "Unavailable",
+    "estimate",
+    "exact_decimal",
+]
+
+RATES_SCHEMA: Final = "symgliph.eceb/pair-rates-v0.1"
+NOT_BILLING: Final = "credit estimate from a rate snapshot, not account billing"
+COUNTER_MAX: Final = 2**63 - 1
+"""The largest token counter read (a signed 64-bit integer); a larger one is an overflow."""
+MILLION: Final = 1_000_000
+
+DecimalRate = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^(0|[1-9][0-9]{0,17})(\.[0-9]{1,18})?$",
+        description="Credits per million tokens, an exact non-negative decimal such as '1.25'.",
+    ),
+]
+Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="A date, YYYY-MM-DD (UTC).")]
+
+
+class Rate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One rate snapshot: ``id``, ``as_of`` (the day it holds from),
+    ``model``, ``speed_tier``, ``unit`` (always
+    ``credits_per_million_tokens``), and the ``input``, ``cached_input``
+    and ``output`` rates (exact decimal strings, credits per million tokens)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    as_of: Day
+    model: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    speed_tier: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+    unit: Literal["credits_per_million_tokens"]
+    input: DecimalRate
+    cached_input: DecimalRate
+    output: DecimalRate
+
+
+class RatesFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rates.json`` (``schema``: :data:`RATES_SCHEMA`): ``synthetic`` (the
+    rates verify software handling only), ``label`` and the snapshots."""
+
+    schema: Literal["symgliph.eceb/pair-rates-v0.1"]
+    synthetic: bool
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    rates: Annotated[tuple[Rate, ...], msgspec.Meta(min_length=1)]
+
+
+class Unavailable(enum.Enum):
+    """Why an estimate is unavailable (never zero)."""
+
+    INCOMPLETE_TURN = "incomplete_turn"
+    MISSING_COUNTERS = "missing_counters"
+    NO_RATE = "no_rate"
+    INCOMPATIBLE_MODEL = "incompatible_model"
+    INCOMPATIBLE_SPEED_TIER = "incompatible_speed_tier"
+    FUTURE_RATE = "future_rate"
+    SUBSET_VIOLATION = "subset_violation"
+    OVERFLOW = "overflow"
+
+
+class CreditEstimate(msgspec.Struct, frozen=True, kw_only=True):
+    """An attempt's credit estimate: ``credits`` (an exact decimal string)
+    and ``rate`` (the snapshot's id) when available; otherwise ``None`` and
+    ``unavailable`` with ``reason`` in words. ``label``: :data:`NOT_BILLING`."""
+
+    credits: str | None
+    rate: str | None
+    unavailable: Unavailable | None
+    reason: str | None
+    label: str = NOT_BILLING
+
+
+def exact_decimal(value: Fraction) -> str:
+    """``value`` (a fraction whose denominator has no prime factor but 2
+    and 5) as an exact decimal string, without trailing zeros: ``"0.0131"``."""
+    denominator = value.denominator
+    digits = 0
+    while denominator % 10 == 0:
+        denominator //= 10
+        digits += 1
+    while denominator % 2 == 0 or denominator % 5 == 0:
+        denominator //= 2 if denominator % 2 == 0 else 5
+        digits += 1
+    if denominator != 1:
+        raise ValueError(f"{value} is no finite decimal")
+    scaled = value * 10**digits
+    assert scaled.denominator == 1
+    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _unavailable(cause: Unavailable, reason: str) -> CreditEstimate:
+    return CreditEstimate(credits=None, rate=None, unavailable=cause, reason=reason)
+
+
+def estimate(
+    usage: Usage | None,
+    *,
+    completed: bool,
+    rate: Rate | None,
+    model: str,
+    speed_tier: str,
+    started_on: str,
+) -> CreditEstimate:
+    """The credit estimate of one attempt (module).
+
+    ``usage``: the completed turn's usage (``None`` when the stream gave
+    none); ``completed``: the turn completed; ``rate``: the snapshot that
+    applies, or ``None``; ``model``, ``speed_tier``: the attempt's frozen
+    settings; ``started_on``: the day the attempt started (``YYYY-MM-DD``,
+    UTC). The causes are checked in the order of :class:`Unavailable`.
+    """
+    if not completed:
+        return _unavailable(Unavailable.INCOMPLETE_TURN, "the turn did not complete: its usage is never a total")
+    if usage is None:
+        return _unavailable(Unavailable.MISSING_COUNTERS, "the completed turn reported no usage counters")
+    if rate is None:
+        return _unavailable(Unavailable.NO_RATE, "no rate snapshot applies")
+    if rate.model != model:
+        return _unavailable(Unavailable.INCOMPATIBLE_MODEL, f"the rate {rate.id} is for {rate.model}, not {model}")
+    if rate.speed_tier != speed_tier:
+        message = f"the rate {rate.id} is for the speed tier {rate.speed_tier}, not {speed_tier}"
+        return _unavailable(Unavailable.INCOMPATIBLE_SPEED_TIER, message)
+    if rate.as_of > started_on:
+        message = f"the rate {rate.id} holds from {rate.as_of}, after the attempt started ({started_on})"
+        return _unavailable(Unavailable.FUTURE_RATE, message)
+    counters = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_output_tokens)
+    if any(count is not None and count > COUNTER_MAX for count in counters):
+        return _unavailable(Unavailable.OVERFLOW, f"a token counter exceeds {COUNTER_MAX}")
+    if usage.cached_input_tokens > usage.input_tokens:
+        message = f"cached input {usage.cached_input_tokens} exceeds input {usage.input_tokens}"
+        return _unavailable(Unavailable.SUBSET_VIOLATION, message)
+    if usage.reasoning_output_tokens is not None and usage.reasoning_output_tokens > usage.output_tokens:
+        message = f"reasoning output {usage.reasoning_output_tokens} exceeds output {usage.output_tokens}"
+        return _unavailable(Unavailable.SUBSET_VIOLATION, message)
+    uncached = usage.input_tokens - usage.cached_input_tokens
+    total = (
+        uncached * Fraction(rate.input)
+        + usage.cached_input_tokens * Fraction(rate.cached_input)
+        + usage.output_tokens * Fraction(rate.output)
+    ) / MILLION
+    return CreditEstimate(credits=exact_decimal(total), rate=rate.id, unavailable=None, reason=None)
