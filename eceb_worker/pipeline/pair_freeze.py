@@ -27,6 +27,7 @@ from eceb_worker.core.paths import path_problems
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
 from eceb_worker.families.paired import preflight
 from eceb_worker.families.paired.benchmark import PairBenchmark, estimate_tokens
+from eceb_worker.families.paired.credits import RatesFile
 from eceb_worker.families.paired.records import (
     FREEZE_SCHEMA,
     Executable,
@@ -250,8 +251,13 @@ def freeze_experiment(
     rubric, _ = reader.digest(base / benchmark.success.rubric, _relative(benchmark.success.rubric))
     rates: FileDigest | None = None
     if benchmark.rates is not None:
-        rates, _ = reader.digest(base / benchmark.rates, _relative(benchmark.rates))
+        rates, rates_data = reader.digest(base / benchmark.rates, _relative(benchmark.rates))
         inputs.append(shown / benchmark.rates)
+        if rates_data is not None:
+            try:
+                decode_document(rates_data, RatesFile, file=str(shown / benchmark.rates))
+            except InputError as exc:
+                problems += exc.problems
     inputs += [shown / benchmark.success.criteria, shown / benchmark.success.rubric]
     support = ObservedSupport()
     if observed_stream is not None:

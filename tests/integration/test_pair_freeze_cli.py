@@ -314,5 +314,13 @@ def test_a_freeze_never_overwrites_one_of_its_inputs_the_rates_included(bench: B
     before = (bench.experiment / "freeze.json").read_bytes()
     bench.edit_json("benchmark.json", lambda value: value.update(rates="../exp/freeze.json"))
     done = bench.freeze()
-    assert done.returncode == 6, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr  # a freeze is no rates file; nothing is written
     assert (bench.experiment / "freeze.json").read_bytes() == before
+
+
+def test_rates_that_are_not_a_rates_file_are_a_problem_of_the_freeze(bench: Bench) -> None:
+    bench.edit_json("rates.json", lambda value: value["rates"][0].update(input=1.25, unit="usd"))
+    done = bench.freeze()
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "rates.json, rates[0]: field 'input'" in done.stderr and "rates.json, rates[0]: field 'unit'" in done.stderr
+    assert not (bench.experiment / "freeze.json").exists()

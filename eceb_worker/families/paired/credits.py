@@ -130,8 +130,47 @@ def exact_decimal(value: Fraction) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _unavailable(cause: Unavailable, reason: str) -> CreditEstimate:
-    return CreditEstimate(credits=None, rate=None, unavailable=cause, reason=reason)
+def _why_unavailable(
+    usage: Usage | None, completed: bool, rate: Rate | None, model: str, speed_tier: str, started_on: str
+) -> tuple[Unavailable, str] | None:
+    """The first cause (in the order of :class:`Unavailable`) that makes the estimate unavailable, with its reason."""
+    if not completed:
+        return Unavailable.INCOMPLETE_TURN, "the turn did not complete: its usage is never a total"
+    if usage is None:
+        return Unavailable.MISSING_COUNTERS, "the completed turn reported no usage counters"
+    if rate is None:
+        return Unavailable.NO_RATE, "no rate snapshot applies"
+    counters = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_output_tokens)
+    reasoning = usage.reasoning_output_tokens
+    checks = (
+        (rate.model != model, Unavailable.INCOMPATIBLE_MODEL, f"the rate {rate.id} is for {rate.model}, not {model}"),
+        (
+            rate.speed_tier != speed_tier,
+            Unavailable.INCOMPATIBLE_SPEED_TIER,
+            f"the rate {rate.id} is for the speed tier {rate.speed_tier}, not {speed_tier}",
+        ),
+        (
+            rate.as_of > started_on,
+            Unavailable.FUTURE_RATE,
+            f"the rate {rate.id} holds from {rate.as_of}, after the attempt started ({started_on})",
+        ),
+        (
+            any(count is not None and count > COUNTER_MAX for count in counters),
+            Unavailable.OVERFLOW,
+            f"a token counter exceeds {COUNTER_MAX}",
+        ),
+        (
+            usage.cached_input_tokens > usage.input_tokens,
+            Unavailable.SUBSET_VIOLATION,
+            f"cached input {usage.cached_input_tokens} exceeds input {usage.input_tokens}",
+        ),
+        (
+            reasoning is not None and reasoning > usage.output_tokens,
+            Unavailable.SUBSET_VIOLATION,
+            f"reasoning output {reasoning} exceeds output {usage.output_tokens}",
+        ),
+    )
+    return next(((cause, reason) for failed, cause, reason in checks if failed), None)
 
 
 def estimate(
@@ -151,29 +190,10 @@ def estimate(
     settings; ``started_on``: the day the attempt started (``YYYY-MM-DD``,
     UTC). The causes are checked in the order of :class:`Unavailable`.
     """
-    if not completed:
-        return _unavailable(Unavailable.INCOMPLETE_TURN, "the turn did not complete: its usage is never a total")
-    if usage is None:
-        return _unavailable(Unavailable.MISSING_COUNTERS, "the completed turn reported no usage counters")
-    if rate is None:
-        return _unavailable(Unavailable.NO_RATE, "no rate snapshot applies")
-    if rate.model != model:
-        return _unavailable(Unavailable.INCOMPATIBLE_MODEL, f"the rate {rate.id} is for {rate.model}, not {model}")
-    if rate.speed_tier != speed_tier:
-        message = f"the rate {rate.id} is for the speed tier {rate.speed_tier}, not {speed_tier}"
-        return _unavailable(Unavailable.INCOMPATIBLE_SPEED_TIER, message)
-    if rate.as_of > started_on:
-        message = f"the rate {rate.id} holds from {rate.as_of}, after the attempt started ({started_on})"
-        return _unavailable(Unavailable.FUTURE_RATE, message)
-    counters = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_output_tokens)
-    if any(count is not None and count > COUNTER_MAX for count in counters):
-        return _unavailable(Unavailable.OVERFLOW, f"a token counter exceeds {COUNTER_MAX}")
-    if usage.cached_input_tokens > usage.input_tokens:
-        message = f"cached input {usage.cached_input_tokens} exceeds input {usage.input_tokens}"
-        return _unavailable(Unavailable.SUBSET_VIOLATION, message)
-    if usage.reasoning_output_tokens is not None and usage.reasoning_output_tokens > usage.output_tokens:
-        message = f"reasoning output {usage.reasoning_output_tokens} exceeds output {usage.output_tokens}"
-        return _unavailable(Unavailable.SUBSET_VIOLATION, message)
+    why = _why_unavailable(usage, completed, rate, model, speed_tier, started_on)
+    if why is not None:
+        return CreditEstimate(credits=None, rate=None, unavailable=why[0], reason=why[1])
+    assert usage is not None and rate is not None
     uncached = usage.input_tokens - usage.cached_input_tokens
     total = (
         uncached * Fraction(rate.input)
