@@ -102,7 +102,9 @@ def _mapped(path: Path, exc: sqlite3.Error) -> EcebError:
     :class:`InputError` (not a ledger, or a damaged one)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int) and code & 0xFF in _UNWRITABLE:
-        return OutputError(f"{path}: the execution ledger is {_UNWRITABLE[code & 0xFF]} ({exc}); nothing was recorded")
+        return OutputError(
+            f"{path}: the execution ledger cannot be used: {_UNWRITABLE[code & 0xFF]} ({exc}); nothing was recorded"
+        )
     return InputError([Problem(file=str(path), message=f"not an execution ledger, or a damaged one ({exc})")])
 
 

@@ -31,9 +31,10 @@ from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
 from eceb_worker.families.paired.binding import binding_problems, task_input_problems
-from eceb_worker.families.paired.pairs import arm_problems
+from eceb_worker.families.paired.pairs import arm_problems, cue_problems
+from eceb_worker.families.paired.preflight import budget_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
-from eceb_worker.families.paired.schedule import ScheduledPair, plan
+from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
 from eceb_worker.io.executables import ask_version
 from eceb_worker.io.files import read_input
@@ -223,6 +224,36 @@ def _check_ledger_binding(
         )
 
 
+def _check_contexts(directory: Path, manifest: Manifest, freeze: Freeze) -> list[Problem]:
+    """Every arm's context fits the common budget, and arm B's is a task cue
+    (``repocue/task-cue-1``) of the pair's task, as prepare checked it: a cue
+    replaced by hand, its digests recomputed, is still refused."""
+    problems: list[Problem] = []
+    for arm in manifest.arms:
+        path = directory / arm.context.path
+        data = read_input(path)
+        problems += budget_problems(str(path), len(data), freeze.cue_budget_tokens, f"arm {arm.arm.value}'s context")
+        if arm.arm is Arm.B:
+            problems += cue_problems(data, manifest.task_id, str(path))
+    return problems
+
+
+def _check_journals_in_ledger(experiment: Experiment, ledger: Ledger) -> None:
+    """Refuse unless every attempt that started on disk (an
+    ``attempt-start.json`` in any pair directory of the experiment) is an
+    execution the ledger holds: a ledger whose rows were deleted, or one
+    restored from before those attempts, would let them run again."""
+    held = {entry.attempt_id for entry in ledger.entries()}
+    for pair_directory in experiment.pair_directories():
+        for start in sorted(pair_directory.glob("attempts/*/attempt-start.json")):
+            attempt_id = attempt_id_of(pair_directory, start.parent.name)
+            if attempt_id not in held:
+                raise ExecutionRefused(
+                    f"{start}: the attempt started, and the ledger {experiment.ledger} does not hold it: "
+                    "the ledger is not the record of every execution, so nothing more starts"
+                )
+
+
 def _check_order(directory: Path, manifest: Manifest, ledger: Ledger) -> None:
     """Refuse unless no spending stop is recorded, an authorized execution
     remains, every arm of every earlier pair has started and the pair's own
@@ -261,6 +292,8 @@ def open_pair(directory: Path) -> PairRun:
     freeze, freeze_digest = read_record(experiment.freeze, Freeze)
     problems = _check_manifest(directory, manifest, freeze, freeze_digest)
     problems += _check_files(directory, manifest)
+    if not problems:
+        problems += _check_contexts(directory, manifest, freeze)
     if problems:
         raise InputError(problems)
     task, checks = _read_task(directory, manifest, freeze)
@@ -268,6 +301,7 @@ def open_pair(directory: Path) -> PairRun:
     ledger = Ledger.open(experiment.ledger)
     try:
         _check_ledger_binding(experiment, ledger, freeze_digest, authorization)
+        _check_journals_in_ledger(experiment, ledger)
         _check_order(directory, manifest, ledger)
         repository = check_repository(freeze)
         check_provider(freeze, manifest)

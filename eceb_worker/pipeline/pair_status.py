@@ -198,7 +198,7 @@ def experiment_status(root: Path) -> PairStatus:
         ),
         remaining=None if authorized is None else max(authorized - len(executions), 0),
         spending_stops=tuple(stops),
-        continuation="approved" if approved else "not approved",
+        continuation="approved" if approved and problem is None else "not approved",
         pairs=pairs,
         inconsistencies=tuple(inconsistent),
     )

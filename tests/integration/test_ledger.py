@@ -218,9 +218,11 @@ def test_a_read_only_ledger_cannot_be_written_and_says_so(tmp_path: Path) -> Non
     make_read_only(ledger.path)
     ledger = Ledger.open(ledger.path)  # reading it still works
     assert ledger.entries() == []
-    with pytest.raises(OutputError, match=r"ledger.sqlite: the execution ledger is read-only \(attempt to write a re"):
+    with pytest.raises(
+        OutputError, match=r"ledger.sqlite: the execution ledger cannot be used: read-only \(attempt to write a re"
+    ):
         ledger.start(pair=1, arm="A", attempt_id="1A", directory=DIRECTORY[1])
-    with pytest.raises(OutputError, match="is read-only"):
+    with pytest.raises(OutputError, match="cannot be used: read-only"):
         ledger.stop("budget")
 
 
@@ -232,9 +234,9 @@ def test_a_ledger_held_by_another_connection_beyond_the_busy_timeout_is_busy(
     holder = sqlite3.connect(ledger.path, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
-        with pytest.raises(OutputError, match=r"ledger\.sqlite: the execution ledger is busy"):
+        with pytest.raises(OutputError, match=r"ledger\.sqlite: the execution ledger cannot be used: busy"):
             ledger.start(pair=1, arm="A", attempt_id="1A", directory=DIRECTORY[1])
-        with pytest.raises(OutputError, match=r"ledger\.sqlite: the execution ledger is busy"):
+        with pytest.raises(OutputError, match=r"ledger\.sqlite: the execution ledger cannot be used: busy"):
             Ledger.open(ledger.path)
         holder.execute("ROLLBACK")
     finally:

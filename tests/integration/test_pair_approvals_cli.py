@@ -254,7 +254,7 @@ def test_approve_records_an_outcome_the_ledger_never_recorded(frozen: Bench) -> 
         ("DROP TABLE stops", 3, "not an execution ledger, or a damaged one (no such table: stops)"),
         ("DELETE FROM ledger", 3, "ledger.sqlite, ledger: holds 0 rows, not one"),
         ("UPDATE ledger SET authorized_executions = 'x'", 3, "field 'authorized_executions'"),
-        ("read-only", 6, "ledger.sqlite: the execution ledger is read-only"),
+        ("read-only", 6, "ledger.sqlite: the execution ledger cannot be used: read-only"),
     ],
     ids=["dropped-table", "deleted-ledger-row", "text-count", "read-only"],
 )

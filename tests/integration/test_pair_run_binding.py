@@ -217,3 +217,47 @@ def test_a_version_changed_by_the_first_arm_leaves_the_second_unstarted(experime
     assert not (pair / "attempts" / "B").exists()
     assert [call["arm"] for call in experiment.invocations()] == ["A"]
     assert [(entry.arm, entry.outcome) for entry in experiment.ledger()] == [("A", "completed")]
+
+
+@pytest.mark.parametrize("size", [300, 17_000], ids=["within-the-budget", "over-the-budget"])
+def test_a_cue_replaced_with_its_manifest_entry_is_bad_input(experiment: PairExperiment, size: int) -> None:
+    """Arm B's context must still be a task cue of the pair's task within the
+    common budget when the pair runs, whatever the manifest says of it."""
+    pair = experiment.ready()
+    context = b"x" * size
+    (pair / "arms" / "B" / "context").write_bytes(context)
+    bound = FileDigest(path="arms/B/context", blake3=digest_bytes(context), size=len(context))
+
+    def change(manifest: Manifest, _: Path) -> Manifest:
+        files = tuple(bound if f.path == bound.path else f for f in manifest.files)
+        arms = tuple(
+            msgspec.structs.replace(arm, context=bound, context_tokens=-(-len(context) // 4))
+            if arm.arm is Arm.B
+            else arm
+            for arm in manifest.arms
+        )
+        return msgspec.structs.replace(manifest, files=files, arms=(arms[0], arms[1]))
+
+    _rewrite(pair, change, pair)
+    done = experiment.run(pair)
+    assert done.returncode == 3, done.stderr
+    assert "the cue is not a JSON document" in done.stderr
+    if size > 4800:
+        assert "arm B's context estimates 4250 tokens" in done.stderr
+    _nothing_ran(experiment, pair)
+
+
+def test_attempts_on_disk_that_the_ledger_does_not_hold_stop_every_start(experiment: PairExperiment) -> None:
+    """A ledger whose rows were deleted (or restored from before the
+    attempts) would let the pilot run again: the journals on disk say
+    otherwise, and nothing starts."""
+    pilot = experiment.ready()
+    assert experiment.run(pilot).returncode == 0
+    with sqlite3.connect(experiment.dir / "ledger.sqlite") as db:
+        db.execute("DELETE FROM executions")
+    db.close()
+    again = experiment.prepare(1, again=True)
+    done = experiment.run(again)
+    assert done.returncode == 9, done.stdout + done.stderr
+    assert "the attempt started, and the ledger" in done.stderr and "does not hold it" in done.stderr
+    assert len(experiment.invocations()) == 2 and not (again / "attempts").exists()

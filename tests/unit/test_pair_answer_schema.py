@@ -69,3 +69,27 @@ def test_a_schema_the_runner_could_not_use_is_refused_before_it_is_frozen() -> N
     assert any("nested too deeply" in problem for problem in problems(deep))
     assert any("more than once" in problem or "repeated" in problem for problem in problems(b'{"a": 1, "a": 2}'))
     assert answer_problems("{}", deep)[0].startswith("answer: the captured answer schema is not JSON")
+
+
+def test_what_the_validator_itself_cannot_take_is_a_problem_never_a_crash() -> None:
+    """A reference to a value that is no schema, a pattern the regex engine
+    refuses, and an answer integer too large for ``multipleOf``'s float: each
+    is named, at freeze and when an answer is checked."""
+    import json
+
+    from eceb_worker.families.paired.answer_schema import usable_schema_problems
+    from eceb_worker.families.paired.outcome import answer_problems
+
+    properties = {"a": {"$ref": "#/required"}}
+    to_a_list = json.dumps(
+        {"type": "object", "properties": properties, "required": ["a"], "additionalProperties": False}
+    ).encode()
+    [problem] = usable_schema_problems(to_a_list, "s.json")[1]
+    assert (problem.record, problem.field) == ("/properties/a", "$ref") and "a list, not a schema" in problem.message
+    assert answer_problems('{"a": 1}', to_a_list)[0].startswith("answer: the captured answer schema cannot check it")
+    overflowing = b'{"type": "string", "pattern": "a{99999999999}"}'
+    assert any("cannot be checked" in p.message for p in usable_schema_problems(overflowing, "s.json")[1])
+    assert answer_problems('"a"', overflowing)[0].startswith("answer: the captured answer schema cannot be checked")
+    multiple = b'{"type": "integer", "multipleOf": 1.5}'
+    assert usable_schema_problems(multiple, "s.json")[1] == []
+    assert answer_problems("9" * 400, multiple)[0].startswith("answer: the captured answer schema cannot check it")

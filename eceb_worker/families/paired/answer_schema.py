@@ -21,7 +21,7 @@ without recursion.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from eceb_worker.core.lenient import decode_lenient, value_defects
 from eceb_worker.errors import Problem
@@ -92,8 +92,12 @@ def strict_schema_problems(schema: Any, file: str) -> list[Problem]:
     return problems
 
 
-def _resolves(document: Any, pointer: str) -> bool:
-    """True when RFC 6901 ``pointer`` (after ``#``) names a value of ``document``."""
+_NOWHERE: Final = object()
+"""What :func:`_resolved` gives for a pointer that names nothing."""
+
+
+def _resolved(document: Any, pointer: str) -> Any:
+    """The value RFC 6901 ``pointer`` (after ``#``) names in ``document``, or :data:`_NOWHERE`."""
     node = document
     for raw in pointer.split("/")[1:] if pointer else []:
         part = raw.replace("~1", "/").replace("~0", "~")
@@ -102,8 +106,8 @@ def _resolves(document: Any, pointer: str) -> bool:
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            return False
-    return True
+            return _NOWHERE
+    return node
 
 
 def _reference_problems(document: Any, file: str) -> list[Problem]:
@@ -120,8 +124,11 @@ def _reference_problems(document: Any, file: str) -> list[Problem]:
                 where = _pointer(parts) or "/"
                 if not reference.startswith("#"):
                     problems.append(Problem(file=file, record=where, field="$ref", message="must be local (#/...)"))
-                elif not _resolves(document, unquote(reference[1:])):
+                elif (target := _resolved(document, unquote(reference[1:]))) is _NOWHERE:
                     message = f"{reference!r} resolves to nothing in the schema"
+                    problems.append(Problem(file=file, record=where, field="$ref", message=message))
+                elif not isinstance(target, (dict, bool)):
+                    message = f"{reference!r} resolves to a {type(target).__name__}, not a schema"
                     problems.append(Problem(file=file, record=where, field="$ref", message=message))
             for key, child in node.items():
                 if key not in _DATA_KEYWORDS:
@@ -153,5 +160,10 @@ def usable_schema_problems(data: bytes, file: str) -> tuple[Any, list[Problem]]:
     except SchemaError as exc:
         where = _pointer(tuple(map(str, exc.absolute_path))) or "/"
         problems.append(Problem(file=file, record=where, message=f"not a JSON Schema 2020-12: {exc.message}"))
+    except Exception as exc:
+        # The metaschema check on hostile data (a pattern the regex engine refuses to compile, ...)
+        # raises more than SchemaError: a problem of the file, never a crash.
+        message = f"cannot be checked as a JSON Schema: {type(exc).__name__}: {str(exc)[:300]}"
+        problems.append(Problem(file=file, message=message))
     problems += _reference_problems(value, file)
     return value, problems

@@ -56,6 +56,25 @@ def signal_name(number: int) -> str:
     return _SIGNAL_NAMES.get(number, f"signal {number}")
 
 
+def _schema_document(schema: bytes) -> tuple[Any, str | None]:
+    """The captured answer schema decoded and checked against the metaschema,
+    or why it cannot check an answer."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        document: Any = msgspec.json.decode(schema)
+        Draft202012Validator.check_schema(document)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return None, f"answer: the captured answer schema is not JSON ({exc})"
+    except SchemaError as exc:
+        return None, f"answer: the captured answer schema is not a JSON Schema: {exc.message}"
+    except Exception as exc:
+        # E.g. a pattern whose repetition overflows the regex engine.
+        return None, f"answer: the captured answer schema cannot be checked ({type(exc).__name__}: {str(exc)[:300]})"
+    return document, None
+
+
 def answer_problems(answer: str | None, schema: bytes) -> tuple[str, ...]:
     """Why ``answer`` (an agent message's text, or ``None`` without one) is
     not exactly one JSON value valid against ``schema`` (the captured answer
@@ -66,16 +85,10 @@ def answer_problems(answer: str | None, schema: bytes) -> tuple[str, ...]:
     :data:`MAX_ANSWER_PROBLEMS` are given, then how many more there were.
     """
     from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-    from referencing.exceptions import Unresolvable
 
-    try:
-        document: Any = msgspec.json.decode(schema)
-        Draft202012Validator.check_schema(document)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        return (f"answer: the captured answer schema is not JSON ({exc})",)
-    except SchemaError as exc:
-        return (f"answer: the captured answer schema is not a JSON Schema: {exc.message}",)
+    document, unusable = _schema_document(schema)
+    if unusable is not None:
+        return (unusable,)
     if answer is None:
         return ("answer: the completed turn has no agent message",)
     try:
@@ -84,8 +97,12 @@ def answer_problems(answer: str | None, schema: bytes) -> tuple[str, ...]:
         return (f"answer: not exactly one JSON value ({exc})",)
     try:
         found = list(Draft202012Validator(document).iter_errors(value))
-    except (Unresolvable, RecursionError) as exc:  # a schema freeze would refuse: never an internal error
-        return (f"answer: the captured answer schema cannot check it ({type(exc).__name__}: {exc})",)
+    except Exception as exc:
+        # The validator on hostile data (a schema, the model's answer) raises more than its own errors
+        # (a reference to a non-schema, an integer too large for a float under multipleOf, ...): the
+        # answer is then unchecked, a problem named, never an internal error.
+        shown = str(exc)[:300]
+        return (f"answer: the captured answer schema cannot check it ({type(exc).__name__}: {shown})",)
     errors = sorted(found, key=lambda e: list(map(str, e.absolute_path)))
     problems = []
     for error in errors[:MAX_ANSWER_PROBLEMS]:

@@ -84,7 +84,8 @@ class PairStatus(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         remaining: authorized executions not yet started (``None`` without a ledger).
         spending_stops: the reasons of the recorded stops.
         continuation: ``"approved"`` (the ledger holds an approval bound to
-            the freeze) or ``"not approved"``.
+            the freeze, and continuation.json still binds the freeze and the
+            pilot's evidence on disk) or ``"not approved"``.
         pairs: every task-pair directory, by name.
         inconsistencies: what the journals and the ledger disagree on, each
             naming its file or execution.
