@@ -8,7 +8,7 @@ from typing import Final
 import msgspec
 
 from eceb_worker.families import Document
-from eceb_worker.families.paired import benchmark, credits, journal, records, specs, status
+from eceb_worker.families.paired import assessments, benchmark, credits, journal, records, specs, status
 from eceb_worker.families.paired.schedule import PLAN_SCHEMA, Plan
 
 __all__ = ["FAMILY", "PairedFamily"]
@@ -27,6 +27,9 @@ class PairedFamily(msgspec.Struct, frozen=True):
     documents: tuple[Document, ...] = (
         _document("pair plan", PLAN_SCHEMA, Plan),
         _document("pair rates", credits.RATES_SCHEMA, credits.RatesFile),
+        Document(
+            "assessments", assessments.EVALUATION_SCHEMA, "pair-assessments-v0.1.json", assessments.AssessmentBundle
+        ),
         _document("pair benchmark", benchmark.BENCHMARK_SCHEMA, benchmark.PairBenchmark),
         _document("pair declaration", specs.DECLARATION_SCHEMA, specs.Declaration),
         _document("explanation task", specs.EXPLANATION_SCHEMA, specs.ExplanationTask),
