@@ -34,7 +34,7 @@ from eceb_worker.families.paired.binding import binding_problems, task_input_pro
 from eceb_worker.families.paired.pairs import arm_problems, cue_problems
 from eceb_worker.families.paired.preflight import budget_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
-from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
+from eceb_worker.families.paired.schedule import Arm, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
 from eceb_worker.io.executables import ask_version
 from eceb_worker.io.files import read_input
@@ -49,7 +49,6 @@ __all__ = [
     "check_repository",
     "open_pair",
     "repository_change",
-    "scheduled_pair",
 ]
 
 _CHUNK = 1 << 20
@@ -83,11 +82,6 @@ def attempt_id_of(directory: Path, arm: str) -> str:
     """The id of arm ``arm``'s attempt of the pair in ``directory``:
     ``<directory name>/<arm>`` (a pair directory is never reused, so it is unique)."""
     return f"{directory.name}/{arm}"
-
-
-def scheduled_pair(position: int) -> ScheduledPair | None:
-    """The schedule's pair at ``position`` (1-based), or ``None``."""
-    return next((pair for pair in plan().pairs if pair.position == position), None)
 
 
 def _check_files(directory: Path, manifest: Manifest) -> list[Problem]:

@@ -47,7 +47,7 @@ from eceb_worker.families.paired.records import (
     FileDigest,
     Freeze,
     Manifest,
-    PairPosition,
+    position_of,
 )
 from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
 from eceb_worker.io.executables import identify_executable
@@ -304,9 +304,7 @@ def prepare_pair(root: Path, position: int | None = None, *, again: bool = False
         label=freeze.label,
         synthetic=freeze.synthetic,
         freeze_digest=freeze_digest,
-        pair=PairPosition(
-            position=pair.position, task=pair.task, repeat=pair.repeat, order=pair.order, pilot=pair.pilot
-        ),
+        pair=position_of(pair),
         task_id=task.id,
         output_schema_digest=digests[ANSWER_SCHEMA_NAME].blake3,
         answer_schema=ANSWER_SCHEMA_NAME,

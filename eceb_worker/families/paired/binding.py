@@ -24,8 +24,8 @@ from eceb_worker.errors import Problem
 from eceb_worker.families.paired.benchmark import estimate_tokens
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, PAIR_DIRECTORY
 from eceb_worker.families.paired.prompts import codex_argv
-from eceb_worker.families.paired.records import Freeze, FrozenTask, Manifest, PairPosition
-from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
+from eceb_worker.families.paired.records import Freeze, FrozenTask, Manifest, position_of
+from eceb_worker.families.paired.schedule import Arm, ScheduledPair, pair_at
 from eceb_worker.families.paired.specs import TaskSpec
 
 __all__ = ["RETAINED_FILES", "binding_problems", "retained_files", "task_input_problems"]
@@ -71,7 +71,7 @@ def _position_problems(
     scheduled = None
     if match is not None:
         position = int(match.group(1))
-        scheduled = next((pair for pair in plan().pairs if pair.position == position), None)
+        scheduled = pair_at(position)
     if (
         match is None
         or scheduled is None
@@ -79,13 +79,7 @@ def _position_problems(
     ):
         message = "is not named task-pair-NN-KIND-rR-XXXXXXXX after a pair of the fixed schedule"
         return [Problem(file=directory, message=message)], None
-    expected = PairPosition(
-        position=scheduled.position,
-        task=scheduled.task,
-        repeat=scheduled.repeat,
-        order=scheduled.order,
-        pilot=scheduled.pilot,
-    )
+    expected = position_of(scheduled)
     problems = []
     for field in expected.__struct_fields__:
         shown, wanted = getattr(manifest.pair, field), getattr(expected, field)

@@ -34,7 +34,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from eceb_worker.core.digests import Digest
-from eceb_worker.families.paired.schedule import Arm, TaskKind
+from eceb_worker.families.paired.schedule import Arm, ScheduledPair, TaskKind
 from eceb_worker.families.paired.specs import Check, Identifier
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "PairPosition",
     "Repository",
     "SourcePin",
+    "position_of",
     "Timestamp",
 ]
 
@@ -271,6 +272,11 @@ class PairPosition(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     repeat: Annotated[int, msgspec.Meta(ge=1)]
     order: tuple[Arm, Arm]
     pilot: bool
+
+
+def position_of(pair: ScheduledPair) -> PairPosition:
+    """The :class:`PairPosition` a manifest records of schedule pair ``pair``."""
+    return PairPosition(position=pair.position, task=pair.task, repeat=pair.repeat, order=pair.order, pilot=pair.pilot)
 
 
 class Cost(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -33,6 +33,7 @@ __all__ = [
     "Plan",
     "ScheduledPair",
     "TaskKind",
+    "pair_at",
     "plan",
 ]
 
@@ -224,3 +225,8 @@ def plan(
         imbalance=tuple(imbalance),
         notes=NOTES,
     )
+
+
+def pair_at(position: int) -> ScheduledPair | None:
+    """The fixed schedule's pair at ``position`` (1-based execution order), or ``None``."""
+    return next((pair for pair in plan().pairs if pair.position == position), None)
