@@ -7,6 +7,7 @@ the provider (``freeze`` asks it ``--version`` only)."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -20,6 +21,17 @@ from eceb_worker.pipeline.pair_prepare import prepare_pair
 __all__ = ["approve", "authorize_command", "freeze", "prepare", "stop"]
 
 _EXPERIMENT = click.Path(file_okay=False, path_type=Path)
+
+
+def _not_blank(message: str) -> Callable[[click.Context, click.Parameter, str], str]:
+    """A click callback refusing an empty or blank value with ``message`` (a usage error)."""
+
+    def check(_ctx: click.Context, param: click.Parameter, value: str) -> str:
+        if not value.strip():
+            raise click.BadParameter(message, param=param)
+        return value
+
+    return check
 
 
 def _support_line(support: ObservedSupport) -> str:
@@ -106,7 +118,12 @@ def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path 
 
 @click.command("authorize")
 @click.argument("experiment", type=_EXPERIMENT)
-@click.option("--approver", required=True, help="Who authorizes paid execution (a person).")
+@click.option(
+    "--approver",
+    required=True,
+    callback=_not_blank("an authorization needs an approver (a person)"),
+    help="Who authorizes paid execution (a person).",
+)
 @click.option(
     "--executions",
     type=click.IntRange(min=1),
@@ -125,8 +142,6 @@ def authorize_command(experiment: Path, approver: str, executions: int | None, f
     freeze digest (EXPERIMENT/authorization.json), and create the execution
     ledger (EXPERIMENT/ledger.sqlite). Recorded once, and never once an
     attempt may have started."""
-    if not approver.strip():
-        raise click.BadParameter("an authorization needs an approver (a person)", param_hint="--approver")
     record, digest = authorize(experiment, approver=approver, executions=executions, freeze_digest=freeze_digest)
     count = record.authorized_executions
     click.echo(f"authorized {count} execution{'s' if count != 1 else ''} of freeze {digest}")
@@ -137,7 +152,12 @@ def authorize_command(experiment: Path, approver: str, executions: int | None, f
 
 @click.command()
 @click.argument("experiment", type=_EXPERIMENT)
-@click.option("--approver", required=True, help="Who approves continuing after the pilot (a person).")
+@click.option(
+    "--approver",
+    required=True,
+    callback=_not_blank("an approval needs an approver (a person)"),
+    help="Who approves continuing after the pilot (a person).",
+)
 @handle_errors
 def approve(experiment: Path, approver: str) -> None:
     """Record a person's approval to continue after the pilot pair
@@ -145,8 +165,6 @@ def approve(experiment: Path, approver: str) -> None:
     to the pilot's evidence: its manifest and both attempt records. Only
     once both pilot attempts have complete journals (an outcome the ledger
     never recorded is recorded first from its attempt.json)."""
-    if not approver.strip():
-        raise click.BadParameter("an approval needs an approver (a person)", param_hint="--approver")
     record, evidence, reconciled = approve_continuation(experiment, approver=approver)
     for attempt_id, outcome in reconciled:
         click.echo(f"recorded the outcome of attempt {attempt_id} from its attempt.json: {outcome}")
@@ -158,12 +176,12 @@ def approve(experiment: Path, approver: str) -> None:
 
 @click.command()
 @click.argument("experiment", type=_EXPERIMENT)
-@click.option("--reason", required=True, help="Why spending stops (recorded).")
+@click.option(
+    "--reason", required=True, callback=_not_blank("a stop needs a reason"), help="Why spending stops (recorded)."
+)
 @handle_errors
 def stop(experiment: Path, reason: str) -> None:
     """Record a spending stop in the experiment's ledger: no execution starts after it."""
-    if not reason.strip():
-        raise click.BadParameter("a stop needs a reason", param_hint="--reason")
     stop_spending(experiment, reason)
     click.echo(f"spending stopped: {reason}")
     click.echo("No execution starts after this stop.")
