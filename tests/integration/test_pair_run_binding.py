@@ -100,6 +100,24 @@ def test_a_manifest_changed_by_hand_is_bad_input_and_nothing_runs(
     _nothing_ran(experiment, pair)
 
 
+def _replace_context(pair: Path, replaced: Arm, context: bytes) -> None:
+    """Replace an arm's context and rewrite the manifest to bind it (digest, size, token estimate)."""
+    (pair / "arms" / replaced.value / "context").write_bytes(context)
+    bound = FileDigest(path=f"arms/{replaced.value}/context", blake3=digest_bytes(context), size=len(context))
+
+    def change(manifest: Manifest, _: Path) -> Manifest:
+        files = tuple(bound if f.path == bound.path else f for f in manifest.files)
+        arms = tuple(
+            msgspec.structs.replace(arm, context=bound, context_tokens=-(-len(context) // 4))
+            if arm.arm is replaced
+            else arm
+            for arm in manifest.arms
+        )
+        return msgspec.structs.replace(manifest, files=files, arms=(arms[0], arms[1]))
+
+    _rewrite(pair, change, pair)
+
+
 def _nothing_ran(experiment: PairExperiment, pair: Path) -> None:
     assert experiment.invocations() == [] and experiment.ledger() == []
     assert not (pair / "attempts").exists()
@@ -108,20 +126,7 @@ def _nothing_ran(experiment: PairExperiment, pair: Path) -> None:
 def test_an_overview_replaced_with_its_manifest_entry_is_bad_input(experiment: PairExperiment) -> None:
     pair = experiment.ready()
     context = b"# Another overview\n\nNot the frozen one.\n"
-    (pair / "arms" / "A" / "context").write_bytes(context)
-    bound = FileDigest(path="arms/A/context", blake3=digest_bytes(context), size=len(context))
-
-    def change(manifest: Manifest, _: Path) -> Manifest:
-        files = tuple(bound if f.path == bound.path else f for f in manifest.files)
-        arms = tuple(
-            msgspec.structs.replace(arm, context=bound, context_tokens=-(-len(context) // 4))
-            if arm.arm is Arm.A
-            else arm
-            for arm in manifest.arms
-        )
-        return msgspec.structs.replace(manifest, files=files, arms=(arms[0], arms[1]))
-
-    _rewrite(pair, change, pair)
+    _replace_context(pair, Arm.A, context)
     done = experiment.run(pair)
     assert done.returncode == 3, done.stderr
     assert "field 'blake3': binds arms/A/context as BLAKE3" in done.stderr
@@ -225,20 +230,7 @@ def test_a_cue_replaced_with_its_manifest_entry_is_bad_input(experiment: PairExp
     common budget when the pair runs, whatever the manifest says of it."""
     pair = experiment.ready()
     context = b"x" * size
-    (pair / "arms" / "B" / "context").write_bytes(context)
-    bound = FileDigest(path="arms/B/context", blake3=digest_bytes(context), size=len(context))
-
-    def change(manifest: Manifest, _: Path) -> Manifest:
-        files = tuple(bound if f.path == bound.path else f for f in manifest.files)
-        arms = tuple(
-            msgspec.structs.replace(arm, context=bound, context_tokens=-(-len(context) // 4))
-            if arm.arm is Arm.B
-            else arm
-            for arm in manifest.arms
-        )
-        return msgspec.structs.replace(manifest, files=files, arms=(arms[0], arms[1]))
-
-    _rewrite(pair, change, pair)
+    _replace_context(pair, Arm.B, context)
     done = experiment.run(pair)
     assert done.returncode == 3, done.stderr
     assert "the cue is not a JSON document" in done.stderr
