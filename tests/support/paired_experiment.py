@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_codex import VERSION
-from tests.support.paths import EXAMPLES
-from tests.support.provider import install_fake_codex
+from tests.support.provider import PAIRED, example_repository, install_fake_codex
 
 __all__ = ["ECEB", "Bench", "make_bench"]
 
@@ -71,14 +70,8 @@ class Bench:
 def make_bench(root: Path) -> Bench:
     """A :class:`Bench` under ``root``. Fails saying what to install when
     git is missing."""
-    if shutil.which("git") is None:
-        raise AssertionError("git is needed: install Debian's git package")
     bench = Bench(root)
-    shutil.copytree(EXAMPLES / "paired", bench.example, ignore=shutil.ignore_patterns("repo"))
-    subprocess.run(
-        ["sh", str(EXAMPLES / "paired" / "make-repo.sh"), str(bench.repository)],
-        check=True,
-        capture_output=True,
-    )
+    shutil.copytree(PAIRED, bench.example, ignore=shutil.ignore_patterns("repo"))
+    example_repository(bench.repository)
     install_fake_codex(bench.bin)
     return bench
