@@ -6,7 +6,7 @@ code    meaning
 ======  ==========================================================
 0       success: the corpus verified / all tasks pass
 1       evaluated, with failing tasks (``eceb evaluate``); an attempt of
-        the pair not completed (``eceb pair run``)
+        the pair not completed (``eceb pair run``); no verdict (``eceb pair summary``)
 2       usage error: unknown option, missing argument, a bad setting (click)
 3       bad input: a registry, rules, benchmark or run file is invalid
 4       corpus verification failed: missing, stale, unreadable or

@@ -94,13 +94,14 @@ def _output(_ctx: click.Context, param: click.Parameter, value: str | None) -> O
     return Output(Path(value))
 
 
-def output_option(help_text: str, *, required: bool = False) -> Callable[[F], F]:
-    """The ``-o/--output`` option: the command receives an :class:`Output`
-    (None when the option is not given)."""
+def output_option(
+    help_text: str, *, required: bool = False, names: tuple[str, ...] = ("-o", "--output", "output")
+) -> Callable[[F], F]:
+    """The ``-o/--output`` option (or another output option, ``names``: its
+    flags and the parameter's name): the command receives an
+    :class:`Output` (None when the option is not given)."""
     return click.option(
-        "-o",
-        "--output",
-        "output",
+        *names,
         metavar="FILE|-",
         required=required,
         callback=_output,

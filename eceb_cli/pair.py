@@ -9,6 +9,7 @@ from eceb_cli.console import handle_errors
 from eceb_cli.outputs import Output
 from eceb_cli.pair_run import run, status
 from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, stop
+from eceb_cli.pair_summary import summary
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
 from eceb_worker.render.pairs import plan_lines
@@ -47,3 +48,6 @@ pair.add_command(prepare)
 # Running pairs and showing them (eceb_cli/pair_run.py).
 pair.add_command(run)
 pair.add_command(status)
+
+# What the evidence supports (eceb_cli/pair_summary.py).
+pair.add_command(summary)

@@ -21,7 +21,16 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["GitState", "git_state", "object_at", "show_file", "tree_fingerprint"]
+__all__ = [
+    "GitState",
+    "export_revision",
+    "files_at",
+    "git_state",
+    "object_at",
+    "revision_tree",
+    "show_file",
+    "tree_fingerprint",
+]
 
 _ENV: Final = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -138,3 +147,32 @@ def show_file(repository: Path, revision: str, path: str) -> bytes | None:
     if found is None or found[1] != "blob":
         return None
     return _git(repository, ["cat-file", "blob", found[0]])
+
+
+def revision_tree(repository: Path, revision: str) -> str | None:
+    """The tree id of commit ``revision``, or ``None`` when the repository
+    holds no such commit (InputError when it is no git work tree)."""
+    _git(repository, ["rev-parse", "--git-dir"])
+    try:
+        return _git(repository, ["rev-parse", "--verify", "--quiet", f"{revision}^{{tree}}"]).decode().strip() or None
+    except InputError:
+        return None
+
+
+def files_at(repository: Path, revision: str) -> list[str]:
+    """Every file path (blobs, recursively) of commit ``revision``, sorted."""
+    out = _git(repository, ["ls-tree", "-r", "-z", "--full-tree", "--name-only", revision])
+    return sorted(name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name)
+
+
+def export_revision(repository: Path, revision: str, destination: Path) -> None:
+    """Write the files of commit ``revision`` into the empty directory
+    ``destination`` (``git archive``, extracted with the tar filter that
+    refuses links out of it and special files). The repository itself is
+    not touched: no work tree, no index, nothing in ``.git`` is written."""
+    import io
+    import tarfile
+
+    archive = _git(repository, ["archive", "--format=tar", revision])
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(destination, filter="data")

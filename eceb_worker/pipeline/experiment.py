@@ -23,7 +23,7 @@ from eceb_worker.errors import InputError, OutputError, Problem
 from eceb_worker.families.paired.records import FileDigest
 from eceb_worker.io.files import atomic_write, read_input
 
-__all__ = ["Experiment", "file_digest", "read_record", "record_digest", "utc_now", "write_record"]
+__all__ = ["Experiment", "decode_record", "file_digest", "read_record", "record_digest", "utc_now", "write_record"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -50,16 +50,23 @@ def record_digest(record: msgspec.Struct) -> str:
     return digest_bytes(canonical_json(record))
 
 
-def read_record(path: Path, struct: type[T]) -> tuple[T, str]:
-    """The record at ``path`` decoded as ``struct``, and the BLAKE3 of its
-    bytes. Raises :class:`InputError` naming the file (missing, unreadable,
-    invalid: every problem), or when the bytes are not the record's
-    canonical JSON (a record changed by hand no longer matches what binds it)."""
-    data = read_input(path)
-    record = decode_document(data, struct, file=str(path))
+def decode_record(data: bytes, struct: type[T], file: str) -> T:
+    """``data`` (the bytes of ``file``) decoded as ``struct``. Raises
+    :class:`InputError` naming the file (invalid: every problem), or when
+    the bytes are not the record's canonical JSON (a record changed by hand
+    no longer matches what binds it)."""
+    record = decode_document(data, struct, file=file)
     if canonical_json(record) != data:
-        raise InputError([Problem(file=str(path), message="not the canonical JSON eceb wrote: the record was changed")])
-    return record, digest_bytes(data)
+        raise InputError([Problem(file=file, message="not the canonical JSON eceb wrote: the record was changed")])
+    return record
+
+
+def read_record(path: Path, struct: type[T]) -> tuple[T, str]:
+    """The record at ``path`` decoded as ``struct`` (:func:`decode_record`),
+    and the BLAKE3 of its bytes. Raises :class:`InputError` naming the file
+    (missing, unreadable, invalid, not canonical)."""
+    data = read_input(path)
+    return decode_record(data, struct, str(path)), digest_bytes(data)
 
 
 def write_record(path: Path, record: msgspec.Struct, *, replace: bool = False) -> str:

@@ -322,5 +322,7 @@ def test_rates_that_are_not_a_rates_file_are_a_problem_of_the_freeze(bench: Benc
     bench.edit_json("rates.json", lambda value: value["rates"][0].update(input=1.25, unit="usd"))
     done = bench.freeze()
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "rates.json, rates[0]: field 'input'" in done.stderr and "rates.json, rates[0]: field 'unit'" in done.stderr
+    assert "rates.json, rates[0]: field 'input'" in done.stderr
+    # A snapshot in another unit is a valid snapshot that never applies (the summary says so): not a problem here.
+    assert "field 'unit'" not in done.stderr
     assert not (bench.experiment / "freeze.json").exists()

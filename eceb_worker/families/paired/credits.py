@@ -40,8 +40,10 @@ __all__ = [
     "Rate",
     "RatesFile",
     "Unavailable",
+    "UNIT",
     "estimate",
     "exact_decimal",
+    "select_rate",
 ]
 
 RATES_SCHEMA: Final = "symgliph.eceb/pair-rates-v0.1"
@@ -49,6 +51,8 @@ NOT_BILLING: Final = "credit estimate from a rate snapshot, not account billing"
 COUNTER_MAX: Final = 2**63 - 1
 """The largest token counter read (a signed 64-bit integer); a larger one is an overflow."""
 MILLION: Final = 1_000_000
+UNIT: Final = "credits_per_million_tokens"
+"""The one unit an estimate computes with."""
 
 DecimalRate = Annotated[
     str,
@@ -62,15 +66,16 @@ Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", descr
 
 class Rate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One rate snapshot: ``id``, ``as_of`` (the day it holds from),
-    ``model``, ``speed_tier``, ``unit`` (always
-    ``credits_per_million_tokens``), and the ``input``, ``cached_input``
+    ``model``, ``speed_tier``, ``unit`` (an estimate needs
+    :data:`UNIT`, ``credits_per_million_tokens``; a snapshot in another unit
+    is kept and never applies), and the ``input``, ``cached_input``
     and ``output`` rates (exact decimal strings, credits per million tokens)."""
 
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
     as_of: Day
     model: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
     speed_tier: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    unit: Literal["credits_per_million_tokens"]
+    unit: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     input: DecimalRate
     cached_input: DecimalRate
     output: DecimalRate
@@ -91,12 +96,14 @@ class Unavailable(enum.Enum):
 
     INCOMPLETE_TURN = "incomplete_turn"
     MISSING_COUNTERS = "missing_counters"
+    AMBIGUOUS_RATE = "ambiguous_rate"
     NO_RATE = "no_rate"
     INCOMPATIBLE_MODEL = "incompatible_model"
     INCOMPATIBLE_SPEED_TIER = "incompatible_speed_tier"
+    INCOMPATIBLE_UNIT = "incompatible_unit"
     FUTURE_RATE = "future_rate"
-    SUBSET_VIOLATION = "subset_violation"
     OVERFLOW = "overflow"
+    SUBSET_VIOLATION = "subset_violation"
 
 
 class CreditEstimate(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,15 +138,23 @@ def exact_decimal(value: Fraction) -> str:
 
 
 def _why_unavailable(
-    usage: Usage | None, completed: bool, rate: Rate | None, model: str, speed_tier: str, started_on: str
+    usage: Usage | None,
+    completed: bool,
+    rate: Rate | None,
+    model: str,
+    speed_tier: str,
+    started_on: str,
+    ambiguous: str | None,
 ) -> tuple[Unavailable, str] | None:
     """The first cause (in the order of :class:`Unavailable`) that makes the estimate unavailable, with its reason."""
     if not completed:
         return Unavailable.INCOMPLETE_TURN, "the turn did not complete: its usage is never a total"
     if usage is None:
         return Unavailable.MISSING_COUNTERS, "the completed turn reported no usage counters"
+    if ambiguous is not None:
+        return Unavailable.AMBIGUOUS_RATE, ambiguous
     if rate is None:
-        return Unavailable.NO_RATE, "no rate snapshot applies"
+        return Unavailable.NO_RATE, "no rate snapshot was frozen"
     counters = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_output_tokens)
     reasoning = usage.reasoning_output_tokens
     checks = (
@@ -148,6 +163,11 @@ def _why_unavailable(
             rate.speed_tier != speed_tier,
             Unavailable.INCOMPATIBLE_SPEED_TIER,
             f"the rate {rate.id} is for the speed tier {rate.speed_tier}, not {speed_tier}",
+        ),
+        (
+            rate.unit != UNIT,
+            Unavailable.INCOMPATIBLE_UNIT,
+            f"the rate {rate.id} is in {rate.unit}, not {UNIT}",
         ),
         (
             rate.as_of > started_on,
@@ -181,6 +201,7 @@ def estimate(
     model: str,
     speed_tier: str,
     started_on: str,
+    ambiguous: str | None = None,
 ) -> CreditEstimate:
     """The credit estimate of one attempt (module).
 
@@ -188,9 +209,10 @@ def estimate(
     none); ``completed``: the turn completed; ``rate``: the snapshot that
     applies, or ``None``; ``model``, ``speed_tier``: the attempt's frozen
     settings; ``started_on``: the day the attempt started (``YYYY-MM-DD``,
-    UTC). The causes are checked in the order of :class:`Unavailable`.
+    UTC); ``ambiguous``: why no single snapshot applies (:func:`select_rate`).
+    The causes are checked in the order of :class:`Unavailable`.
     """
-    why = _why_unavailable(usage, completed, rate, model, speed_tier, started_on)
+    why = _why_unavailable(usage, completed, rate, model, speed_tier, started_on, ambiguous)
     if why is not None:
         return CreditEstimate(credits=None, rate=None, unavailable=why[0], reason=why[1])
     assert usage is not None and rate is not None
@@ -201,3 +223,39 @@ def estimate(
         + usage.output_tokens * Fraction(rate.output)
     ) / MILLION
     return CreditEstimate(credits=exact_decimal(total), rate=rate.id, unavailable=None, reason=None)
+
+
+def select_rate(
+    rates: RatesFile | None, model: str, speed_tier: str, started_on: str
+) -> tuple[Rate | None, str | None]:
+    """The rate snapshot that applies to an attempt of ``model`` at
+    ``speed_tier`` started on ``started_on`` (``YYYY-MM-DD``, UTC), or the
+    nearest one that does not (so that :func:`estimate` names why), and
+    ``None`` or why no single snapshot applies.
+
+    Applies: the same model, speed tier and :data:`UNIT`, ``as_of`` not
+    after ``started_on``; of those, the latest ``as_of``. Two snapshots
+    applying with the same ``as_of`` are ambiguous: ``(None, reason)``,
+    never a guess. With none applying, the nearest is, in this order: one
+    of the model and tier in the unit dated later (a future rate: the earliest), one of
+    the model and tier in another unit, one of the model at another tier,
+    the first of the file (another model). ``(None, None)`` without rates.
+    """
+    if rates is None:
+        return None, None
+    same = [r for r in rates.rates if r.model == model and r.speed_tier == speed_tier]
+    applying = [r for r in same if r.unit == UNIT and r.as_of <= started_on]
+    if applying:
+        latest = max(r.as_of for r in applying)
+        chosen = sorted((r for r in applying if r.as_of == latest), key=lambda r: r.id)
+        if len(chosen) > 1:
+            ids = ", ".join(r.id for r in chosen)
+            return None, f"rate snapshots {ids} all apply from {latest}: which one holds is not stated"
+        return chosen[0], None
+    nearest = (
+        sorted((r for r in same if r.unit == UNIT), key=lambda r: (r.as_of, r.id))
+        or same
+        or [r for r in rates.rates if r.model == model]
+        or list(rates.rates)
+    )
+    return nearest[0], None

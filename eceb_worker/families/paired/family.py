@@ -9,6 +9,7 @@ import msgspec
 
 from eceb_worker.families import Document
 from eceb_worker.families.paired import assessments, benchmark, credits, journal, records, specs, status
+from eceb_worker.families.paired import summary_document as pair_summary
 from eceb_worker.families.paired.schedule import PLAN_SCHEMA, Plan
 
 __all__ = ["FAMILY", "PairedFamily"]
@@ -45,6 +46,7 @@ class PairedFamily(msgspec.Struct, frozen=True):
         _document("attempt start", journal.ATTEMPT_START_SCHEMA, journal.AttemptStart),
         _document("attempt", journal.ATTEMPT_SCHEMA, journal.Attempt),
         _document("pair status", status.STATUS_SCHEMA, status.PairStatus),
+        _document("pair summary", pair_summary.SUMMARY_SCHEMA, pair_summary.Summary),
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "PAIR_DIRECTORY",
     "arm_problems",
     "cue_problems",
+    "option_value",
     "pair_directory_name",
     "pilot_evidence_digest",
 ]
@@ -78,7 +79,7 @@ def cue_problems(data: bytes, task_id: str, file: str) -> list[Problem]:
     return problems
 
 
-def _option(argv: tuple[str, ...], flag: str) -> str | None:
+def option_value(argv: tuple[str, ...], flag: str) -> str | None:
     """The value after the first ``flag`` in ``argv``, or ``None``."""
     for index, value in enumerate(argv[:-1]):
         if value == flag:
@@ -126,8 +127,8 @@ def arm_problems(manifest: Manifest, file: str) -> list[Problem]:
         if (arm.cue_command is None) != (arm.arm is Arm.A):
             expected = "the overview: no cue command" if arm.arm is Arm.A else "a cue: its command recorded"
             problem(record, "cue_command", f"arm {arm.arm.value}'s context is {expected}")
-        schema = _option(arm.argv, "--output-schema")
-        repository = _option(arm.argv, "-C")
+        schema = option_value(arm.argv, "--output-schema")
+        repository = option_value(arm.argv, "-C")
         if schema is None or repository is None or not arm.argv:
             problem(record, "argv", "lacks --output-schema or -C")
             continue

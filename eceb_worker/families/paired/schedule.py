@@ -33,6 +33,7 @@ __all__ = [
     "Plan",
     "ScheduledPair",
     "TaskKind",
+    "imbalance_of",
     "pair_at",
     "plan",
 ]
@@ -168,7 +169,8 @@ def _ratio(first: int, second: int) -> str:
     return f"{high // divisor}:{low // divisor}"
 
 
-def _imbalance(task: TaskKind | None, orders: list[tuple[Arm, Arm]]) -> Imbalance:
+def imbalance_of(task: TaskKind | None, orders: list[tuple[Arm, Arm]]) -> Imbalance:
+    """The :class:`Imbalance` of ``orders`` (pairs' arm orders) for ``task`` (``None``: every task)."""
     a_first = sum(1 for order in orders if order[0] is Arm.A)
     b_first = len(orders) - a_first
     return Imbalance(task=task, a_first=a_first, b_first=b_first, ratio=_ratio(a_first, b_first))
@@ -212,8 +214,8 @@ def plan(
                     cumulative_executions=len(executions),
                 )
             )
-    imbalance = [_imbalance(task, list(orders)) for task, orders in schedule]
-    imbalance.append(_imbalance(None, [order for _, orders in schedule for order in orders]))
+    imbalance = [imbalance_of(task, list(orders)) for task, orders in schedule]
+    imbalance.append(imbalance_of(None, [order for _, orders in schedule for order in orders]))
     return Plan(
         schema=PLAN_SCHEMA,
         pairs=tuple(pairs),
