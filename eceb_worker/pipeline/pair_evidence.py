@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -27,12 +27,14 @@ from eceb_worker.families.paired.specs import (
     TASK_SCHEMAS,
     TaskSpec,
 )
+from eceb_worker.families.paired.summary_document import Summary
 from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.experiment import Experiment, decode_record
 
 __all__ = [
     "MAX_FILE_BYTES",
     "shown_path",
+    "writable",
     "AttemptFiles",
     "PairFiles",
     "decode_record",
@@ -283,3 +285,19 @@ def read_optional(files: PairFiles, name: str, struct: type[T], problems: list[s
     except InputError as exc:
         problems.append(f"{name}: {problem_text(exc)}")
         return None
+
+
+def writable(document: Summary) -> Summary:
+    """``document`` with every text writable as UTF-8: a name's bytes that
+    are not UTF-8 (a file or directory named so) shown as ``\\xNN`` escapes."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return shown_path(value)
+        if isinstance(value, list):
+            return [clean(item) for item in value]
+        if isinstance(value, dict):
+            return {key: clean(item) for key, item in value.items()}
+        return value
+
+    return msgspec.convert(clean(msgspec.to_builtins(document)), Summary)

@@ -27,8 +27,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.assessments import Binding
@@ -74,6 +72,7 @@ from eceb_worker.pipeline.pair_evidence import (
     read_optional,
     read_task,
     shown_path,
+    writable,
 )
 from eceb_worker.pipeline.pair_outcomes import Policy, credit_estimate, judged, repository_problems, usage_reason
 
@@ -369,7 +368,7 @@ def summarize_pairs(
         if attempt not in attempt_ids
     ]
     synthetic = freeze.synthetic or synthetic_bundle or any(arm.synthetic for pair in shown for arm in pair.arms)
-    return _writable(
+    return writable(
         summary(
             label=freeze.label,
             synthetic=synthetic,
@@ -393,19 +392,3 @@ def summarize_pairs(
             ],
         )
     )
-
-
-def _writable(document: Summary) -> Summary:
-    """``document`` with every text writable as UTF-8: a name's bytes that
-    are not UTF-8 (a file or directory named so) shown as ``\\xNN`` escapes."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return shown_path(value)
-        if isinstance(value, list):
-            return [clean(item) for item in value]
-        if isinstance(value, dict):
-            return {key: clean(item) for key, item in value.items()}
-        return value
-
-    return msgspec.convert(clean(msgspec.to_builtins(document)), Summary)

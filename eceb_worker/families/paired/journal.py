@@ -5,13 +5,17 @@ schema, invocation, provider JSONL/stderr and runner stdout/stderr).
 
 The files of an attempt directory, in the order they are written, are
 listed in :data:`JOURNAL_ORDER`; the records among them are the Structs
-below. The layout of the whole experiment is in
-:mod:`eceb_worker.families.paired.records`. Pure: Structs only.
+below, and :func:`seconds_between` gives an attempt's wall-clock time
+from its timestamps. The layout of the whole experiment is in
+:mod:`eceb_worker.families.paired.records`. Pure.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from datetime import date
+from fractions import Fraction
 from typing import Final, Literal
 
 import msgspec
@@ -32,6 +36,7 @@ __all__ = [
     "AttemptStatus",
     "Invocation",
     "Request",
+    "seconds_between",
 ]
 
 REQUEST_SCHEMA: Final = "symgliph.eceb/pair-request-v0.1"
@@ -185,3 +190,29 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     files: tuple[FileDigest, ...]
     started_at: Timestamp
     ended_at: Timestamp
+
+
+_TIMESTAMP: Final = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?Z")
+
+
+def seconds_between(start: str, end: str) -> Fraction | None:
+    """``end`` − ``start`` in seconds, exact, for two RFC 3339 UTC timestamps
+    (``2026-12-01T15:04:05.123456Z``, up to nine fraction digits); ``None``
+    when either is not such a timestamp."""
+
+    def seconds(text: str) -> Fraction | None:
+        found = _TIMESTAMP.fullmatch(text)
+        if found is None:
+            return None
+        day, hours, minutes, secs, fraction = found.groups()
+        try:
+            days = date.fromisoformat(day).toordinal()
+        except ValueError:
+            return None
+        if int(hours) > 23 or int(minutes) > 59 or int(secs) > 59:
+            return None
+        part = Fraction(int(fraction), 10 ** len(fraction)) if fraction else Fraction(0)
+        return Fraction(((days * 24 + int(hours)) * 60 + int(minutes)) * 60 + int(secs)) + part
+
+    first, last = seconds(start), seconds(end)
+    return None if first is None or last is None else last - first

@@ -29,15 +29,13 @@ written out in full: no float, no rounding). Pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import date
 from fractions import Fraction
-from typing import Final
 
 from eceb_worker.families.paired.credits import NOT_BILLING, CreditEstimate, exact_decimal
 from eceb_worker.families.paired.differences import Difference, summarize
 from eceb_worker.families.paired.differences import difference as difference_of
+from eceb_worker.families.paired.journal import seconds_between
 from eceb_worker.families.paired.records import Cost
 from eceb_worker.families.paired.schedule import Arm, Imbalance, TaskKind, imbalance_of, plan
 from eceb_worker.families.paired.summary_document import (
@@ -91,31 +89,6 @@ __all__ = [
 
 
 # --- an attempt's metrics
-
-_TIMESTAMP: Final = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?Z")
-
-
-def seconds_between(start: str, end: str) -> Fraction | None:
-    """``end`` − ``start`` in seconds, exact, for two RFC 3339 UTC timestamps
-    (``2026-12-01T15:04:05.123456Z``, up to nine fraction digits); ``None``
-    when either is not such a timestamp."""
-
-    def seconds(text: str) -> Fraction | None:
-        found = _TIMESTAMP.fullmatch(text)
-        if found is None:
-            return None
-        day, hours, minutes, secs, fraction = found.groups()
-        try:
-            days = date.fromisoformat(day).toordinal()
-        except ValueError:
-            return None
-        if int(hours) > 23 or int(minutes) > 59 or int(secs) > 59:
-            return None
-        part = Fraction(int(fraction), 10 ** len(fraction)) if fraction else Fraction(0)
-        return Fraction(((days * 24 + int(hours)) * 60 + int(minutes)) * 60 + int(secs)) + part
-
-    first, last = seconds(start), seconds(end)
-    return None if first is None or last is None else last - first
 
 
 def _known(metric: str, value: Fraction | int | None, why: str) -> Measure:
