@@ -33,7 +33,6 @@ from eceb_worker.pipeline.experiment import Experiment, decode_record
 
 __all__ = [
     "MAX_FILE_BYTES",
-    "shown_path",
     "writable",
     "AttemptFiles",
     "PairFiles",
@@ -50,14 +49,12 @@ __all__ = [
 
 T = TypeVar("T", bound=msgspec.Struct)
 
-_JOURNAL_FILES = frozenset(JOURNAL_ORDER)
-
 
 MAX_FILE_BYTES: Final = 1 << 30
 """No file of a pair directory is read past this size (1 GiB): a larger one is named, not read."""
 
 
-def shown_path(path: str | Path) -> str:
+def _shown(path: str | Path) -> str:
     """``path`` as text that can be written: bytes of a name that are not
     UTF-8 shown as ``\\xNN`` escapes."""
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -128,7 +125,7 @@ class PairFiles:
             return None
         real = physical_path(path)
         if real != self.root and self.root not in real.parents:
-            self.problems.append(f"{relative}: its real path {shown_path(real)} leaves the pair directory: refused")
+            self.problems.append(f"{relative}: its real path {real} leaves the pair directory: refused")
             return None
         try:
             size = real.stat().st_size
@@ -150,11 +147,11 @@ class PairFiles:
         for top, directories, files in os.walk(base, followlinks=False):
             here = Path(top).relative_to(self.root)
             for name in files:
-                found.append(shown_path((here / name).as_posix()))
+                found.append((here / name).as_posix())
             for name in list(directories):
                 if os.path.islink(Path(top) / name):
                     # a link to a directory counts as a file, never entered
-                    found.append(shown_path((here / name).as_posix()))
+                    found.append((here / name).as_posix())
                     directories.remove(name)
         return sorted(found)
 
@@ -251,7 +248,7 @@ def read_attempt(files: PairFiles, arm: ArmCommand, attempt_id: str) -> AttemptF
     listed = files.listing(prefix)
     for entry in listed:
         name = entry.removeprefix(f"{prefix}/")
-        if name not in _JOURNAL_FILES:
+        if name not in JOURNAL_ORDER:
             read.evidence.append(f"{name}: added to the journal (no runner writes it)")
     for name in JOURNAL_ORDER:
         data = files.read(f"{prefix}/{name}")
@@ -293,8 +290,8 @@ def writable(document: Summary) -> Summary:
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return shown_path(value)
-        if isinstance(value, list):
+            return _shown(value)
+        if isinstance(value, list | tuple):
             return [clean(item) for item in value]
         if isinstance(value, dict):
             return {key: clean(item) for key, item in value.items()}

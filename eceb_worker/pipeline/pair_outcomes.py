@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -21,7 +21,7 @@ from eceb_worker.families.paired.assessments import binding_problems as assessme
 from eceb_worker.families.paired.credits import CreditEstimate, RatesFile, estimate, select_rate
 from eceb_worker.families.paired.discovery import Derived, derive, discovery_problems, selected
 from eceb_worker.families.paired.explanation import citation_problems, cited_paths
-from eceb_worker.families.paired.journal import JOURNAL_ORDER, Attempt, AttemptStatus
+from eceb_worker.families.paired.journal import Attempt, AttemptStatus
 from eceb_worker.families.paired.outcome import answer_problems
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME
 from eceb_worker.families.paired.records import Freeze
@@ -31,9 +31,7 @@ from eceb_worker.families.paired.specs import (
     TaskSpec,
     VerificationTask,
 )
-from eceb_worker.families.paired.summary import (
-    Outcome,
-)
+from eceb_worker.families.paired.summary_document import Outcome
 from eceb_worker.families.paired.transport import Transport, TransportStatus
 from eceb_worker.families.paired.verification import verification_problems
 from eceb_worker.io.checks import CheckRun, reexecute
@@ -41,10 +39,6 @@ from eceb_worker.io.git import files_at, object_at, revision_tree, show_file
 from eceb_worker.pipeline.pair_evidence import AttemptFiles, problem_text
 
 __all__ = ["credit_estimate", "usage_reason", "Decided", "Policy", "judged", "repository_problems", "task_outcome"]
-
-T = TypeVar("T", bound=msgspec.Struct)
-
-_JOURNAL_FILES = frozenset(JOURNAL_ORDER)
 
 
 @dataclass

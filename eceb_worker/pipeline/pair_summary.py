@@ -39,7 +39,14 @@ from eceb_worker.families.paired.evidence import (
     request_problems,
     start_problems,
 )
-from eceb_worker.families.paired.journal import JOURNAL_ORDER, Attempt, AttemptStart, Invocation, Request
+from eceb_worker.families.paired.journal import (
+    JOURNAL_ORDER,
+    Attempt,
+    AttemptStart,
+    Invocation,
+    Request,
+    seconds_between,
+)
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems
 from eceb_worker.families.paired.records import ArmCommand, Cost, Costs, Freeze, Manifest
 from eceb_worker.families.paired.schedule import Arm
@@ -47,18 +54,8 @@ from eceb_worker.families.paired.specs import (
     TaskSpec,
 )
 from eceb_worker.families.paired.status import INCOMPLETE, NOT_STARTED
-from eceb_worker.families.paired.summary import (
-    AttemptSummary,
-    Outcome,
-    PairSummary,
-    Reexecution,
-    Summary,
-    measures,
-    pair_differences,
-    preferred,
-    seconds_between,
-    summary,
-)
+from eceb_worker.families.paired.summary import measures, pair_differences, preferred, summary
+from eceb_worker.families.paired.summary_document import AttemptSummary, Outcome, PairSummary, Reexecution, Summary
 from eceb_worker.families.paired.transport import Transport, TransportStatus, read_transport
 from eceb_worker.pipeline.experiment import decode_record
 from eceb_worker.pipeline.pair_evidence import (
@@ -71,14 +68,11 @@ from eceb_worker.pipeline.pair_evidence import (
     read_attempt,
     read_optional,
     read_task,
-    shown_path,
     writable,
 )
 from eceb_worker.pipeline.pair_outcomes import Policy, credit_estimate, judged, repository_problems, usage_reason
 
 __all__ = ["pair_directories", "summarize_pairs"]
-
-_JOURNAL_FILES = frozenset(JOURNAL_ORDER)
 
 
 def _attempt(
@@ -91,7 +85,7 @@ def _attempt(
     rates: RatesFile | None,
     costs: Costs | None,
 ) -> AttemptSummary:
-    attempt_id = f"{shown_path(files.root.name)}/{arm.arm.value}"
+    attempt_id = f"{files.root.name}/{arm.arm.value}"
     cost: Cost | None = None
     if costs is not None:
         cost = costs.maintenance if arm.arm is Arm.A else costs.cue
@@ -219,7 +213,7 @@ def _attempt(
         elif name in read.digests and (read.digests[name], len(read.present[name])) != (bound.blake3, bound.size):
             evidence.append(f"{name}: changed since attempt.json bound it")
     evidence += [
-        f"attempt.json files: binds {path}, which no runner writes" for path in listed if path not in _JOURNAL_FILES
+        f"attempt.json files: binds {path}, which no runner writes" for path in listed if path not in JOURNAL_ORDER
     ]
     answer_text = transport.answer if transport is not None else None
     answer_digest = digest_bytes(answer_text.encode("utf-8", "surrogatepass")) if answer_text is not None else None
@@ -256,8 +250,8 @@ def _pair(policy: Policy, directory: Path) -> PairSummary:
     if manifest is None:
         problems += files.problems
         return PairSummary(
-            directory=shown_path(directory),
-            name=shown_path(directory.name),
+            directory=str(directory),
+            name=directory.name,
             position=None,
             task=None,
             repeat=None,
@@ -312,8 +306,8 @@ def _pair(policy: Policy, directory: Path) -> PairSummary:
     winner, why = preferred(by_arm.get(Arm.A), by_arm.get(Arm.B))
     shown = manifest.pair
     return PairSummary(
-        directory=shown_path(directory),
-        name=shown_path(directory.name),
+        directory=str(directory),
+        name=directory.name,
         position=shown.position,
         task=shown.task,
         repeat=shown.repeat,
@@ -373,10 +367,10 @@ def summarize_pairs(
             label=freeze.label,
             synthetic=synthetic,
             freeze_digest=freeze_digest,
-            repository=shown_path(chosen),
+            repository=str(chosen),
             reviewed_revision=freeze.repository.reviewed_revision,
             repository_problems=policy.repository_problems,
-            directories=[shown_path(p) for p in pairs],
+            directories=[str(p) for p in pairs],
             assessments=bundles,
             frozen_pairs=freeze.pairs,
             pairs=shown,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from eceb_worker.families.paired.differences import MetricSummary
-from eceb_worker.families.paired.summary import METRICS, AttemptSummary, Breakdown, PairSummary, Summary
+from eceb_worker.families.paired.summary_document import METRICS, AttemptSummary, Breakdown, PairSummary, Summary
 
 __all__ = ["CSV_HEADER", "csv_rows", "summary_lines"]
 

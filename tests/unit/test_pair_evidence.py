@@ -44,7 +44,7 @@ from eceb_worker.families.paired.records import (
     Repository,
 )
 from eceb_worker.families.paired.schedule import Arm, TaskKind
-from eceb_worker.families.paired.summary import IdentityLink
+from eceb_worker.families.paired.summary_document import IdentityLink
 from eceb_worker.families.paired.transport import Transport, TransportStatus, Usage
 
 pytestmark = pytest.mark.unit

@@ -15,9 +15,19 @@ from hypothesis import strategies as st
 
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.credits import NOT_BILLING, Rate, estimate
+from eceb_worker.families.paired.journal import seconds_between
 from eceb_worker.families.paired.records import Cost
 from eceb_worker.families.paired.schedule import Arm, TaskKind, plan
 from eceb_worker.families.paired.summary import (
+    breakdown,
+    measures,
+    pair_differences,
+    preferred,
+    schedule_check,
+    summary,
+    verdict,
+)
+from eceb_worker.families.paired.summary_document import (
     CREDITS,
     METRICS,
     SUMMARY_SCHEMA,
@@ -27,14 +37,6 @@ from eceb_worker.families.paired.summary import (
     MetricDifference,
     Outcome,
     PairSummary,
-    breakdown,
-    measures,
-    pair_differences,
-    preferred,
-    schedule_check,
-    seconds_between,
-    summary,
-    verdict,
 )
 from eceb_worker.families.paired.transport import Usage
 

@@ -29,7 +29,7 @@ from typing import Final
 from eceb_worker.families.paired.journal import Attempt, AttemptStart, AttemptStatus, Invocation, Request
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, option_value
 from eceb_worker.families.paired.records import ArmCommand, Freeze, Manifest
-from eceb_worker.families.paired.summary import IdentityLink
+from eceb_worker.families.paired.summary_document import IdentityLink
 from eceb_worker.families.paired.transport import Transport
 
 __all__ = [

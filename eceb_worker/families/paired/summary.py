@@ -4,8 +4,7 @@ retained outputs" from "Summary resolves its input directory", "Credit and
 quality calculation" and "Fixed paid comparison schedule").
 
 The functions below assemble ``eceb pair summary``'s document
-(:mod:`eceb_worker.families.paired.summary_document`, whose Structs are
-re-exported here) from the attempts the pipeline
+(:mod:`eceb_worker.families.paired.summary_document`) from the attempts the pipeline
 (:mod:`eceb_worker.pipeline.pair_summary`) read and checked:
 
 - :func:`measures` gives an attempt's metrics (:data:`METRICS`), each known
@@ -35,7 +34,6 @@ from fractions import Fraction
 from eceb_worker.families.paired.credits import NOT_BILLING, CreditEstimate, exact_decimal
 from eceb_worker.families.paired.differences import Difference, summarize
 from eceb_worker.families.paired.differences import difference as difference_of
-from eceb_worker.families.paired.journal import seconds_between
 from eceb_worker.families.paired.records import Cost
 from eceb_worker.families.paired.schedule import Arm, Imbalance, TaskKind, imbalance_of, plan
 from eceb_worker.families.paired.summary_document import (
@@ -48,7 +46,6 @@ from eceb_worker.families.paired.summary_document import (
     SYNTHETIC_STATEMENT,
     AttemptSummary,
     Breakdown,
-    IdentityLink,
     Measure,
     MetricDifference,
     Outcome,
@@ -60,32 +57,7 @@ from eceb_worker.families.paired.summary_document import (
 )
 from eceb_worker.families.paired.transport import Usage
 
-__all__ = [
-    "CREDITS",
-    "METRICS",
-    "ROUNDING",
-    "SUMMARY_SCHEMA",
-    "SYNTHETIC_STATEMENT",
-    "AttemptSummary",
-    "Breakdown",
-    "IdentityLink",
-    "Measure",
-    "MetricDifference",
-    "Outcome",
-    "PairSummary",
-    "Reexecution",
-    "ScheduleCheck",
-    "Summary",
-    "Verdict",
-    "breakdown",
-    "measures",
-    "pair_differences",
-    "preferred",
-    "schedule_check",
-    "seconds_between",
-    "summary",
-    "verdict",
-]
+__all__ = ["breakdown", "measures", "pair_differences", "preferred", "schedule_check", "summary", "verdict"]
 
 
 # --- an attempt's metrics
