@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.conventions import Stopped, is_quiet, is_verbose, stopped_line
 from eceb_worker.core.urls import check_no_credentials, redact_text
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, StorageError, VerificationError
 from eceb_worker.settings import read_setting
@@ -60,8 +62,11 @@ def handle_errors(command: F) -> F:
             _error(f"error: refused: {exc}")
             sys.exit(exit_codes.for_error(exc))
         except KeyboardInterrupt:
-            click.echo("interrupted; nothing was written", err=True)
+            click.echo(stopped_line(signal.SIGINT), err=True)
             sys.exit(exit_codes.INTERRUPTED)
+        except Stopped as exc:
+            click.echo(stopped_line(exc.signum), err=True)
+            sys.exit(128 + exc.signum)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
@@ -76,7 +81,7 @@ def handle_errors(command: F) -> F:
 def _debug() -> bool:
     """``ECEB_DEBUG`` is set: show the traceback of an internal error."""
     try:
-        return bool(read_setting("debug"))
+        return is_verbose() or bool(read_setting("debug"))
     except ValueError:
         return False
 
@@ -103,12 +108,12 @@ def default_workers() -> int:
 
 @contextmanager
 def progress(description: str, total: int, unit: str = "file") -> Iterator[Callable[[int], object]]:
-    """A tqdm progress bar on stderr when it is a terminal, silent otherwise.
+    """A tqdm progress bar on stderr when it is a terminal (and ``-q`` was not given), silent otherwise.
 
     Yields ``advance(n)``. tqdm is imported only for a terminal (it costs
     tens of milliseconds of start-up).
     """
-    if not sys.stderr.isatty():
+    if is_quiet() or not sys.stderr.isatty():
         yield _ignore
         return
     from tqdm import tqdm

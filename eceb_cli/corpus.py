@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import default_workers, endpoint, handle_errors, progress
+from eceb_cli.conventions import ConventionalGroup, info, say
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import registry_lines
@@ -61,7 +63,7 @@ def source_options(function: click.decorators.FC) -> click.decorators.FC:
     return function
 
 
-@click.group()
+@click.group(cls=ConventionalGroup)
 def corpus() -> None:
     """Register, fingerprint and verify corpora (ECEB-0.1 §5)."""
 
@@ -70,12 +72,14 @@ def corpus() -> None:
 @click.argument("source", callback=location)
 @click.option("--rules", "rules_path", callback=local_path, required=True, help="TOML rules file.")
 @output_option("Registry file to write (atomically).", required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print what was registered as one JSON object (not with -o -).")
 @source_options
 @handle_errors
 def register(
     source: str,
     rules_path: Path,
     output: Output,
+    as_json: bool,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
@@ -91,6 +95,8 @@ def register(
     from eceb_worker.pipeline.inputs import load_rules
     from eceb_worker.pipeline.register import register_corpus
 
+    if as_json and output.to_stdout:
+        raise click.UsageError("--json prints on standard output, which -o - already takes for the registry")
     output.check([rules_path])
     output.check_outside(source)
     rules = load_rules(read_input(rules_path), str(rules_path))
@@ -112,19 +118,32 @@ def register(
         )
     output.write(registry_lines(registry))
     size = sum(a.size_bytes for a in registry.artifacts)
-    quiet_stdout = output.to_stdout  # standard output holds the registry alone
-    click.echo(f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}", err=quiet_stdout)
-    click.echo(f"corpus root {registry.corpus_root}", err=quiet_stdout)
-    if not quiet_stdout:
-        click.echo(f"wrote {output}")
+    if as_json:
+        found = {"artifact_count": len(registry.artifacts), "bytes": size, "corpus_root": registry.corpus_root}
+        click.echo(msgspec.json.encode({**found, "registry": str(output), "source": source}).decode())
+        return
+    registered = f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}"
+    if output.to_stdout:  # standard output holds the registry alone
+        info(registered)
+        info(f"corpus root {registry.corpus_root}")
+        return
+    say(registered)
+    click.echo(f"corpus root {registry.corpus_root}")
+    say(f"wrote {output}")
 
 
 @corpus.command()
 @click.argument("registry_path", metavar="REGISTRY", callback=local_path)
+@click.option("--json", "as_json", is_flag=True, help="Print the corpus root and artifact count as one JSON object.")
 @handle_errors
-def root(registry_path: Path) -> None:
+def root(registry_path: Path, as_json: bool) -> None:
     """Validate REGISTRY and print its corpus root (64 hex characters)."""
-    click.echo(load_registry(registry_path).corpus_root)
+    registry = load_registry(registry_path)
+    if as_json:
+        found = {"artifact_count": registry.artifact_count, "corpus_root": registry.corpus_root}
+        click.echo(msgspec.json.encode(found).decode())
+        return
+    click.echo(registry.corpus_root)
 
 
 @corpus.command()

@@ -11,104 +11,42 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import seconds
+from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
+from eceb_cli.dist_worker import check_metrics_port, worker_environment, worker_settings
 from eceb_cli.outcomes import (
-    POLL_S,
     exit_for,
     exit_for_verdict,
     is_verification,
     job_state,
     result_bytes,
     shards,
-    status_line,
     verification_of,
     wait_until_ended,
+    warn_without_workers,
 )
 from eceb_cli.outputs import Output, output_option
 from eceb_cli.streams import PipeSafeGroup
-from eceb_cli.submission import check_submission, corpus_argument, object_argument
+from eceb_cli.submission import DEFAULT_CONCURRENCY, corpus_argument, evaluation_message, object_argument
 from eceb_worker import __version__
-from eceb_worker.cluster.state import Phase
+from eceb_worker.cluster.logs import LOG_FORMATS
+from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
-if TYPE_CHECKING:
-    from eceb_worker.cluster.client import Cluster
-    from eceb_worker.pipeline.messages import JobMessage
-
 __all__ = ["main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-def cluster_options(function: F) -> F:
-    """Broker, result backend and S3 endpoint options (each with its environment variable)."""
-    for decorator in reversed(
-        [
-            click.option(
-                "--broker-url",
-                help="Celery broker URL (default redis://127.0.0.1:6379/0); rediss:// for TLS, the CA bundle "
-                "in ECEB_REDIS_CA_CERTS. Env: ECEB_BROKER_URL.",
-            ),
-            click.option(
-                "--result-backend",
-                help="Celery result backend URL, a Redis URL (default: the broker). Env: ECEB_RESULT_BACKEND.",
-            ),
-            click.option(
-                "--endpoint-url",
-                help="S3-compatible endpoint (MinIO, Ceph, ...). Env: ECEB_S3_ENDPOINT_URL.",
-            ),
-        ]
-    ):
-        function = decorator(function)
-    return function
-
-
-@contextmanager
-def _settings_checked() -> Iterator[None]:
-    """A setting that does not parse (ValueError, whose message never
-    repeats a URL) is a usage error."""
-    try:
-        yield
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _cluster(broker_url: str | None, result_backend: str | None) -> Cluster:
-    """The cluster, reached; a setting that does not parse is a usage error."""
-    with _settings_checked():
-        # Importing the module configures its application from the environment.
-        from eceb_worker.cluster.client import Cluster
-
-        return Cluster(broker_url, result_backend)
-
-
-def _submit(message: JobMessage, broker_url: str | None, result_backend: str | None, **fields: str) -> None:
-    """Check what can be checked (the cluster's settings first, before
-    anything is read or connected to), queue the job and print its id."""
-    with _settings_checked():
-        from eceb_worker.cluster.app import make_app
-
-        make_app(broker_url, result_backend)
-    check_submission(message)
-    cluster = _cluster(broker_url, result_backend)
-    cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)
-    click.echo(message.job_id)
-
-
-@click.group(cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("eceb-dist", cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb-dist")
 def main() -> None:
     """Verify corpora and evaluate ECEB-0.1 runs on a cluster of Celery workers over Redis.
@@ -127,8 +65,13 @@ _SHARD_BYTES = click.option(
     show_default=True,
     help="Re-hash work per shard, in bytes (each file also counts 32 KiB); each shard is one task.",
 )
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 _CONCURRENCY = click.option(
-    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Object reads per worker."
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Object reads per worker.",
 )
 
 
@@ -146,6 +89,7 @@ _CONCURRENCY = click.option(
     help="Evaluation work per shard, in observations.",
 )
 @_CONCURRENCY
+@_JSON
 @cluster_options
 @handle_errors
 def submit(
@@ -156,6 +100,7 @@ def submit(
     shard_bytes: int,
     shard_observations: int,
     concurrency: int,
+    as_json: bool,
     broker_url: str | None,
     result_backend: str | None,
     endpoint_url: str | None,
@@ -165,24 +110,17 @@ def submit(
     Returns at once; the job runs in the cluster. Follow it with `status`,
     `wait` and `result`.
     """
-    from eceb_worker.corpus.storage import StorageSpec
-    from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
-
-    endpoint_url = endpoint(endpoint_url)
-    message = JobMessage(
-        job_id=uuid.uuid4().hex,
-        kind=JobKind.EVALUATE,
-        inputs=JobInputs(
-            benchmark=object_argument(benchmark, "BENCHMARK"),
-            run=object_argument(run, "RUN"),
-            endpoint_url=endpoint_url,
-        ),
-        corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
-        out=object_argument(out, "--out"),
+    message = evaluation_message(
+        benchmark,
+        run,
+        corpus=corpus,
+        out=out,
+        endpoint_url=endpoint(endpoint_url),
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
+        concurrency=concurrency,
     )
-    _submit(message, broker_url, result_backend, benchmark=benchmark, run=run)
+    submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 
 
 @main.command()
@@ -191,6 +129,7 @@ def submit(
 @click.option("--out", "out", default="", help="Also write the verification report here (atomically): s3://bucket/key.")
 @_SHARD_BYTES
 @_CONCURRENCY
+@_JSON
 @cluster_options
 @handle_errors
 def verify(
@@ -199,6 +138,7 @@ def verify(
     out: str,
     shard_bytes: int,
     concurrency: int,
+    as_json: bool,
     broker_url: str | None,
     result_backend: str | None,
     endpoint_url: str | None,
@@ -224,51 +164,54 @@ def verify(
         shard_bytes=shard_bytes,
         shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
-    _submit(message, broker_url, result_backend, registry=registry)
+    submit_job(message, broker_url, result_backend, as_json=as_json, registry=registry)
 
 
 @main.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--watch", is_flag=True, help="Follow the job until it ends (a progress bar on a terminal).")
+@click.option("--watch", is_flag=True, help="Follow the job until it ends (progress bars on a terminal).")
+@_JSON
 @cluster_options
 @handle_errors
 def status(
-    job_id: str, watch: bool, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
+    job_id: str,
+    watch: bool,
+    as_json: bool,
+    broker_url: str | None,
+    result_backend: str | None,
+    endpoint_url: str | None,
 ) -> None:
-    """Show a job's phase, shards done/total and failures so far."""
-    from eceb_worker.cluster.state import TERMINAL_PHASES
+    """Show a job's phase, shards done/total and failures so far.
 
-    cluster = _cluster(broker_url, result_backend)
-    state = job_state(cluster, job_id)
-    if not watch:
-        click.echo(status_line(job_id, state, cluster.store.failures(job_id)))
-        for failure in cluster.store.failures(job_id):
-            click.echo(f"  failure: {failure}")
-        return
-    bar: Any = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
+    With --json, one JSON object: kind, phase, started_at (when it was
+    submitted, UTC, RFC 3339), ended_at, age_s and elapsed_s (integer
+    seconds), shards done and planned of each stage, its locations,
+    failures and outcome.
+    """
+    cluster = connect(broker_url, result_backend)
+    if watch:
+        watch_status(cluster, job_id, as_json=as_json)
+    else:
+        print_status(cluster, job_id, as_json=as_json)
 
-        bar = tqdm(total=0, desc=job_id[:8], unit="shard", file=sys.stderr)
-    last = ""
-    while True:
-        state = job_state(cluster, job_id)
-        done, total = shards(state)
-        if bar is not None:
-            bar.total = total
-            bar.set_postfix_str(state.get("phase", ""))
-            bar.n = done
-            bar.refresh()
-        line = status_line(job_id, state, cluster.store.failures(job_id))
-        if bar is None and line != last:
-            click.echo(line)
-            last = line
-        if state.get("phase") in TERMINAL_PHASES:
-            break
-        time.sleep(POLL_S)
-    if bar is not None:
-        bar.close()
-        click.echo(status_line(job_id, state, cluster.store.failures(job_id)))
+
+@main.command()
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=DEFAULT_JOBS, show_default=True, help="List at most this many."
+)
+@_JSON
+@cluster_options
+@handle_errors
+def jobs(
+    limit: int, as_json: bool, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
+) -> None:
+    """List recent jobs, the newest first: id, kind, phase, age and shards done/planned.
+
+    Jobs are kept a week after their last change. With --json, a JSON
+    array of objects (job_id, kind, phase, started_at, ended_at, age_s,
+    elapsed_s, shards_done, shards_total).
+    """
+    print_jobs(connect(broker_url, result_backend), limit, as_json=as_json)
 
 
 @main.command()
@@ -283,10 +226,15 @@ def wait(
     1 when some fail; a verification 0 when the corpus verified, 4 when not
     (its findings listed, as `eceb corpus verify`); 3/4/5/6/70 when the job
     failed (as `eceb evaluate`), 8 when cancelled, 75 on timeout.
+
+    Progress bars show on a terminal. Warns when no worker consumes the
+    queue (the job would wait for ever).
     """
     from eceb_cli.corpus import print_findings
 
-    cluster = _cluster(broker_url, result_backend)
+    cluster = connect(broker_url, result_backend)
+    if job_state(cluster, job_id).get("phase") not in TERMINAL_PHASES:
+        warn_without_workers(cluster)
     state = wait_until_ended(cluster, job_id, timeout)
     exit_for(job_id, state)
     if is_verification(state):
@@ -311,7 +259,7 @@ def result(
     """Download a finished job's report (to FILE, atomically, or to stdout)."""
     if output is not None:
         output.check()
-    cluster = _cluster(broker_url, result_backend)
+    cluster = connect(broker_url, result_backend)
     state = job_state(cluster, job_id)
     exit_for(job_id, state)
     if state.get("phase") != Phase.DONE.value:
@@ -344,7 +292,7 @@ def result(
 @handle_errors
 def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endpoint_url: str | None) -> None:
     """Cancel a job: its remaining shards are skipped and no report is written."""
-    cluster = _cluster(broker_url, result_backend)
+    cluster = connect(broker_url, result_backend)
     state = job_state(cluster, job_id)
     if not cluster.store.update(job_id, phase=Phase.CANCELLED.value):
         ended = cluster.store.get(job_id) or state
@@ -358,11 +306,30 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--concurrency", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    help="Log lines as text or json (one JSON object a line); each line about a job names the job and the "
+    "shard. Env: ECEB_LOG_FORMAT (default text).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve Prometheus metrics on this port (/metrics), summed over the worker's processes. "
+    "Env: ECEB_METRICS_PORT (default: no metrics).",
+)
+@click.option(
+    "--metrics-address",
+    help="Address the metrics server listens on. Env: ECEB_METRICS_ADDRESS (default 0.0.0.0).",
+)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 @cluster_options
 def worker(
     concurrency: int | None,
     loglevel: str,
+    log_format: str | None,
+    metrics_port: int | None,
+    metrics_address: str | None,
     celery_args: tuple[str, ...],
     broker_url: str | None,
     result_backend: str | None,
@@ -371,27 +338,43 @@ def worker(
     """Run a Celery worker for eceb's tasks (extra arguments go to `celery worker`).
 
     The same as: celery -A eceb_worker.cluster.app worker --pool prefork -Q eceb
-    """
-    environment = dict(os.environ)
-    for name, value in (
-        ("ECEB_BROKER_URL", broker_url),
-        ("ECEB_RESULT_BACKEND", result_backend),
-        ("ECEB_S3_ENDPOINT_URL", endpoint_url),
-    ):
-        if value:
-            environment[name] = value
-    os.environ.update(environment)  # this process becomes the worker
-    with _settings_checked():
-        # Importing the module configures its application: the settings are checked here.
-        from eceb_worker.cluster.app import worker_command
-        from eceb_worker.settings import load_settings
 
-        shown = redact_url(load_settings().broker_url)
+    The worker reaches S3 through its own endpoint (--endpoint-url or
+    ECEB_S3_ENDPOINT_URL), whatever endpoint a job's submitter used; one
+    configured with none uses the submitter's.
+    """
+    endpoint(endpoint_url)  # one holding credentials is a usage error
+    environment = worker_environment(
+        os.environ,
+        broker_url=broker_url,
+        result_backend=result_backend,
+        s3_endpoint_url=endpoint_url,
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
+    )
+    os.environ.update(environment)  # this process becomes the worker
+    settings = worker_settings()
+    check_metrics_port(settings)
+    from eceb_worker.cluster.app import worker_command
+    from eceb_worker.cluster.logs import log_line
+
     command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=celery_args)
-    click.echo(f"starting a worker on {shown}", err=True)
+    click.echo(log_line(f"starting a worker on {redact_url(settings.broker_url)}", settings.log_format), err=True)
     sys.stdout.flush()
     os.execve(sys.executable, command, environment)  # noqa: S606 - replaces this process by the worker
 
+
+def _add_commands() -> None:
+    """Commands defined in modules of their own."""
+    from eceb_cli.nightly import nightly
+    from eceb_cli.probe import probe
+
+    main.add_command(nightly)
+    main.add_command(probe)
+
+
+_add_commands()
 
 if __name__ == "__main__":
     main()

@@ -7,10 +7,12 @@ import time
 from pathlib import Path
 
 import click
+import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import endpoint, handle_errors, progress
+from eceb_cli.conventions import info, is_quiet
 from eceb_cli.corpus import advance_by, print_findings, source_options
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.storage import StorageSpec
@@ -32,7 +34,7 @@ __all__ = ["evaluate", "validate"]
     "--corpus", "source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix."
 )
 @output_option("Write the report here (atomically).")
-@click.option("--quiet", is_flag=True, help="Print only the verdict line.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report on standard output (as -o -).")
 @source_options
 @handle_errors
 def evaluate(
@@ -40,7 +42,7 @@ def evaluate(
     run_path: str,
     source: str,
     output: Output | None,
-    quiet: bool,
+    as_json: bool,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
@@ -54,9 +56,14 @@ def evaluate(
     re-hashes the whole corpus, evaluates every gate of every
     task, strategy and budget, and prints a summary. Exit 0 when every task
     passes, 1 when some fail, 3 for invalid input, 4 when the corpus does
-    not verify, 5 when it cannot be read.
+    not verify, 5 when it cannot be read. With -q, only the verdict line.
     """
     started = time.monotonic()
+    if as_json:
+        if output is not None and not output.to_stdout:
+            raise click.UsageError("--json prints the report on standard output: give it or -o FILE, not both")
+        output = Output(None)
+    quiet = is_quiet()
     if output is not None:
         output.check()
     endpoint_url = endpoint(endpoint_url)
@@ -83,12 +90,12 @@ def evaluate(
         output.write([data])
     summary_to_stderr = output is not None and output.to_stdout
     if not quiet:
-        for line in report_lines(report, verification.source):
+        written_to = str(output.path) if output is not None and output.path is not None else None
+        for line in report_lines(report, verification.source, report_path=written_to):
             click.echo(line, err=summary_to_stderr)
     written = f"; report written to {output}" if output is not None and not output.to_stdout else ""
     click.echo(verdict_line(report) + written, err=summary_to_stderr)
-    if not quiet:
-        click.echo(f"evaluated in {time.monotonic() - started:.2f} s", err=True)
+    info(f"evaluated in {time.monotonic() - started:.2f} s")
     if report.summary.passing_tasks != report.summary.total_tasks:
         sys.exit(exit_codes.TASKS_FAILED)
 
@@ -101,8 +108,9 @@ def evaluate(
     callback=local_path,
     help="For a run: also check it against this benchmark and its registry.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print what was found as one JSON object.")
 @handle_errors
-def validate(path: Path, benchmark_path: Path | None) -> None:
+def validate(path: Path, benchmark_path: Path | None, as_json: bool) -> None:
     """Validate FILE: a registry, rules file, benchmark, run, report or
     verification report.
 
@@ -118,4 +126,5 @@ def validate(path: Path, benchmark_path: Path | None) -> None:
     kind = kind_of(path)
     if benchmark_path is not None and kind != "run":
         raise click.UsageError(f"--benchmark applies to a run only; {path} is {a_file_of(kind)}")
-    click.echo(validate_file(path, kind, benchmark_path))
+    found = validate_file(path, kind, benchmark_path)
+    click.echo(msgspec.json.encode(found).decode() if as_json else found.line())

@@ -20,6 +20,8 @@ code    meaning
 8       the job was cancelled (``eceb-dist wait`` / ``result``)
 9       a paid execution refused (``eceb pair``): not authorized, count used
         up, spending stopped, approval missing, or already started
+10      a regression (``eceb compare``, ``eceb-dist nightly``): the new
+        report is worse than the old one beyond the given thresholds
 70      internal error (a bug: please report it)
 75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
         ``eceb-dist result`` asked too early); try again later
@@ -49,6 +51,8 @@ __all__ = [
     "NO_SUCH_JOB",
     "OK",
     "OUTPUT",
+    "REGRESSION",
+    "SHORT",
     "STORAGE",
     "TASKS_FAILED",
     "TERMINATED",
@@ -68,11 +72,32 @@ OUTPUT: Final = 6
 NO_SUCH_JOB: Final = 7
 JOB_CANCELLED: Final = 8
 EXECUTION_REFUSED: Final = 9
+REGRESSION: Final = 10
 JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 HANGUP: Final = 129
 INTERRUPTED: Final = 130
 TERMINATED: Final = 143
+
+SHORT: Final[dict[int, str]] = {
+    OK: "success",
+    TASKS_FAILED: "failing tasks or no verdict",
+    USAGE: "usage error",
+    BAD_INPUT: "bad input",
+    VERIFICATION_FAILED: "corpus verification failed",
+    STORAGE: "storage or cluster unavailable",
+    OUTPUT: "output cannot be written",
+    NO_SUCH_JOB: "no such job",
+    JOB_CANCELLED: "job cancelled",
+    EXECUTION_REFUSED: "paid execution refused",
+    REGRESSION: "regression",
+    INTERNAL: "internal error",
+    JOB_NOT_FINISHED: "job not finished yet",
+    HANGUP: "hung up",
+    INTERRUPTED: "interrupted",
+    TERMINATED: "terminated",
+}
+"""Each code's meaning in a few words (``--help`` lists them; the table above and README say more)."""
 
 _BY_KIND: Final = {
     ErrorKind.INPUT: BAD_INPUT,

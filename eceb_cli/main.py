@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import importlib
-import signal
 
 import click
 
+from eceb_cli.conventions import adopt, command_path
 from eceb_cli.streams import PipeSafeGroup
 from eceb_worker import __version__
 
 __all__ = ["main"]
 
 _COMMANDS = {
+    "compare": "eceb_cli.compare:compare",
     "corpus": "eceb_cli.corpus:corpus",
     "evaluate": "eceb_cli.evaluate:evaluate",
     "pair": "eceb_cli.pair:pair",
+    "render": "eceb_cli.render:render",
     "validate": "eceb_cli.evaluate:validate",
 }
 """Each subcommand and where it is defined (``module:attribute``)."""
@@ -36,10 +38,10 @@ class _LazyGroup(PipeSafeGroup):
         module, _, attribute = _COMMANDS[cmd_name].partition(":")
         command = getattr(importlib.import_module(module), attribute)
         assert isinstance(command, click.Command)
-        return command
+        return adopt(command, command_path(ctx, cmd_name))
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("eceb", cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb")
 def main() -> None:
     """Evaluate context-efficiency runs against ECEB-0.1 benchmarks.
@@ -49,10 +51,3 @@ def main() -> None:
     written, 9 paid execution refused, 70 internal error, 129 hung up, 130 interrupted,
     143 terminated.
     """
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    """SIGTERM and SIGHUP unwind like an exception, so temporary files are removed."""
-    raise SystemExit(128 + signum)

@@ -1,19 +1,22 @@
-"""What ``eceb-dist`` makes of a job's state: its status line, how it ended
-(printed, and the exit code), and its result (the report, checked against
-the digest the job recorded).
+"""What ``eceb-dist`` makes of a job's state: its status line, its
+progress while it runs (bars on a terminal), how it ended (printed, and the
+exit code), its result (the report, checked against the digest the job
+recorded), and a warning when no worker would run it.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 import click
 import msgspec
 
 from eceb_cli import exit_codes
-from eceb_cli.console import report_input_error
+from eceb_cli.console import progress, report_input_error
 from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.digests import digest_bytes
@@ -36,6 +39,7 @@ __all__ = [
     "status_line",
     "verification_of",
     "wait_until_ended",
+    "warn_without_workers",
 ]
 
 POLL_S = 0.2
@@ -136,11 +140,64 @@ def job_state(cluster: Cluster, job_id: str) -> dict[str, str]:
     return state
 
 
-def wait_until_ended(cluster: Cluster, job_id: str, timeout: float | None) -> dict[str, str]:
-    """The job's state once it ended; exit 75 when ``timeout`` (seconds)
-    passes first, 7 when the job vanishes meanwhile."""
+_STAGES = (("rehash_done", "rehash_total", "re-hash"), ("eval_done", "eval_total", "evaluation"))
+"""The stages of a job in their order: the fields of their shards done and planned, their name."""
+
+
+class _StageBars:
+    """The bar of the stage a job runs now, and how many of its shards it shows."""
+
+    def __init__(self, job_id: str, stack: ExitStack) -> None:
+        self._job_id = job_id
+        self._stack = stack
+        self._stage = -1
+        self._advance: Callable[[int], object] = lambda _: None
+        self._shown = 0
+
+    def show(self, state: dict[str, str]) -> None:
+        """Bring the bars up to ``state``: a later stage planned closes the
+        earlier stage's bar and opens its own."""
+        for index, (done_field, total_field, name) in enumerate(_STAGES):
+            total = int(state.get(total_field) or 0)
+            if not total or index < self._stage:
+                continue
+            if index > self._stage:
+                self._stack.close()
+                self._advance = self._stack.enter_context(progress(f"{self._job_id[:8]} {name}", total, unit="shard"))
+                self._stage, self._shown = index, 0
+            done = int(state.get(done_field) or 0)
+            if done > self._shown:
+                self._advance(done - self._shown)
+                self._shown = done
+
+
+@contextmanager
+def stage_progress(job_id: str) -> Iterator[Callable[[dict[str, str]], None]]:
+    """Progress bars of a job's stages on standard error when it is a
+    terminal (:func:`~eceb_cli.console.progress`; nothing otherwise): a bar
+    per stage, shards done of planned, from the moment it is planned. Yields
+    ``show(state)``, given each state read."""
+    with ExitStack() as stack:
+        yield _StageBars(job_id, stack).show
+
+
+def wait_until_ended(
+    cluster: Cluster, job_id: str, timeout: float | None, *, each: Callable[[dict[str, str]], object] | None = None
+) -> dict[str, str]:
+    """The job's state once it ended, its progress shown on a terminal
+    meanwhile (:func:`stage_progress`), ``each`` called with every state
+    read; exit 75 when ``timeout`` (seconds) passes first, 7 when the job
+    vanishes meanwhile."""
+    with stage_progress(job_id) as show:
+        return _wait(cluster, job_id, timeout, lambda state: (show(state), each and each(state)))
+
+
+def _wait(
+    cluster: Cluster, job_id: str, timeout: float | None, seen: Callable[[dict[str, str]], object]
+) -> dict[str, str]:
     deadline = None if timeout is None else time.monotonic() + timeout
     state = job_state(cluster, job_id)
+    seen(state)
     while state.get("phase") not in TERMINAL_PHASES:
         if deadline is not None and time.monotonic() >= deadline:
             done, total = shards(state)
@@ -159,7 +216,24 @@ def wait_until_ended(cluster: Cluster, job_id: str, timeout: float | None) -> di
             )
             sys.exit(exit_codes.NO_SUCH_JOB)
         state = found
+        seen(state)
     return state
+
+
+def warn_without_workers(cluster: Cluster) -> None:
+    """Warn on standard error when no worker consumes eceb's queue (none
+    answered :meth:`~eceb_worker.cluster.client.Cluster.consumers` in time):
+    a job queued then waits until one starts. Says nothing when one does,
+    or when the broker cannot be asked; changes no exit code."""
+    from eceb_worker.cluster.app import QUEUE
+    from eceb_worker.cluster.client import CONSUMERS_TIMEOUT_S
+
+    if cluster.consumers() == []:
+        click.echo(
+            f"warning: no worker consumes the queue {QUEUE!r} on {cluster.broker} (none answered within "
+            f"{CONSUMERS_TIMEOUT_S:g} s): the job waits until one starts (eceb-dist worker)",
+            err=True,
+        )
 
 
 def exit_for_verdict(state: dict[str, str]) -> None:

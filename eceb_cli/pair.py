@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from eceb_cli.console import handle_errors
+from eceb_cli.conventions import ConventionalGroup
 from eceb_cli.outputs import Output
 from eceb_cli.pair_run import run, status
 from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, stop
@@ -17,7 +18,7 @@ from eceb_worker.render.pairs import plan_lines
 __all__ = ["pair"]
 
 
-@click.group()
+@click.group(cls=ConventionalGroup)
 def pair() -> None:
     """The paired task-context benchmark: two context arms (A: a frozen
     overview, B: a task cue) given to a coding-agent CLI on the same tasks."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+import msgspec
 
 from eceb_cli.console import handle_errors
 from eceb_worker.families.paired.records import Freeze, ObservedSupport
@@ -74,6 +75,9 @@ def _freeze_lines(record: Freeze) -> list[str]:
     ]
 
 
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print what was written as one JSON object.")
+
+
 @click.command()
 @click.argument("benchmark", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -96,8 +100,9 @@ def _freeze_lines(record: Freeze) -> list[str]:
     help="A recorded `codex exec --json` stream of the frozen provider: the usage, completion and "
     "output fields it shows are recorded as observed (a synthetic stream shows none).",
 )
+@_JSON
 @handle_errors
-def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path | None) -> None:
+def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path | None, as_json: bool) -> None:
     """Freeze the preflight record of BENCHMARK over the repository into
     INTO/freeze.json: every item of the seed's paid experiment preflight
     conditions, bound by digest or exact value. Every problem of every
@@ -107,6 +112,10 @@ def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path 
     ledger or an attempt; before that, freezing again replaces freeze.json.
     Freezing authorizes nothing."""
     frozen = freeze_experiment(benchmark, repository, into, observed_stream=observed_stream)
+    if as_json:
+        found = {"freeze": str(frozen.path), "freeze_digest": frozen.digest, "replaced": frozen.replaced}
+        click.echo(msgspec.json.encode(found).decode())
+        return
     click.echo(f"froze {frozen.path}")
     click.echo(f"freeze digest: {frozen.digest}")
     if frozen.replaced:
@@ -201,8 +210,9 @@ def stop(experiment: Path, reason: str) -> None:
     is_flag=True,
     help="Prepare another directory for a pair that already has one (a pair runs once, from one of them).",
 )
+@_JSON
 @handle_errors
-def prepare(experiment: Path, position: int | None, again: bool) -> None:
+def prepare(experiment: Path, position: int | None, again: bool, as_json: bool) -> None:
     """Prepare one pair in a new, unique EXPERIMENT/task-pair-* directory:
     the frozen inputs re-checked and retained, both arms' contexts (A: the
     frozen overview; B: the cue, produced now by the declared cue command),
@@ -212,6 +222,22 @@ def prepare(experiment: Path, position: int | None, again: bool) -> None:
     pair = prepared.manifest.pair
     order = "/".join(arm.value for arm in pair.order)
     pilot = " (pilot)" if pair.pilot else ""
+    if as_json:
+        found = {
+            "directory": str(prepared.directory),
+            "manifest_digest": prepared.digest,
+            "pair": pair.position,
+            "task": pair.task.value,
+            "repeat": pair.repeat,
+            "order": [arm.value for arm in pair.order],
+            "pilot": pair.pilot,
+            "arms": [
+                {"arm": a.arm.value, "context_tokens": a.context_tokens, "argv": list(a.argv)}
+                for a in prepared.manifest.arms
+            ],
+        }
+        click.echo(msgspec.json.encode(found).decode())
+        return
     click.echo(f"prepared {prepared.directory}")
     click.echo(f"pair {pair.position}: {pair.task.value} repeat {pair.repeat}, {order}{pilot}")
     click.echo(f"manifest digest: {prepared.digest}")

@@ -24,12 +24,15 @@ import contextlib
 import errno
 import io
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.conventions import ConventionalGroup, Stopped, stopped_line
+from eceb_cli.conventions import reset as reset_verbosity
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -130,23 +133,38 @@ def _on_descriptor(stream: TextIO, fd: int) -> bool:
         return False
 
 
-class PipeSafeGroup(click.Group):
-    """A click group whose standard streams are guarded
+class PipeSafeGroup(ConventionalGroup):
+    """A top-level click group whose standard streams are guarded
     (:func:`guard_standard_streams`) before anything is printed, help and
-    version included."""
+    version included; whose commands keep the conventions
+    (:mod:`eceb_cli.conventions`); and where SIGTERM and SIGHUP unwind as
+    Ctrl-C does (:class:`~eceb_cli.conventions.Stopped`), so temporary files
+    are removed."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Guard the standard streams, then run the command line as click
         does; exit 6 when standard output could not be written (see the
         module)."""
         guard_standard_streams()
+        reset_verbosity()
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGHUP, _stop)
         try:
             result = super().main(*args, **kwargs)
+        except Stopped as exc:
+            click.echo(stopped_line(exc.signum), err=True)
+            _check_standard_output(128 + exc.signum)
+            raise SystemExit(128 + exc.signum) from None
         except SystemExit as exit_:
             _check_standard_output(exit_.code)
             raise
         _check_standard_output(0)
         return result
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP: unwind like Ctrl-C."""
+    raise Stopped(signum)
 
 
 def _check_standard_output(code: object) -> None:

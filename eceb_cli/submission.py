@@ -1,21 +1,28 @@
 """What ``eceb-dist`` checks of a job before it queues it: its locations
 (usage errors, naming the option), and that its inputs exist and its
-output can be written (as ``eceb evaluate`` would report them).
+output can be written (as ``eceb evaluate`` would report them); and the
+message of an evaluation job (``submit``, ``nightly``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import uuid
+from typing import TYPE_CHECKING, Final
 
 import click
 
+from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 
 if TYPE_CHECKING:
     from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = ["check_submission", "corpus_argument", "object_argument"]
+__all__ = ["DEFAULT_CONCURRENCY", "check_submission", "corpus_argument", "evaluation_message", "object_argument"]
+
+DEFAULT_CONCURRENCY: Final = 16
+"""Object reads a worker keeps in flight (``--concurrency``)."""
 
 
 def corpus_argument(value: str) -> str:
@@ -58,6 +65,43 @@ def object_argument(value: str, what: str, *, local: bool = False) -> str:
     except ValueError:
         raise click.UsageError(f"{what} must be an s3://bucket/key URL: the workers {role} object storage") from None
     return value
+
+
+def evaluation_message(
+    benchmark: str,
+    run: str,
+    *,
+    corpus: str,
+    out: str,
+    endpoint_url: str | None,
+    shard_bytes: int = DEFAULT_TASK_BYTES,
+    shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    job_id: str | None = None,
+) -> JobMessage:
+    """The message of the job evaluating ``run`` against ``benchmark`` (both
+    ``s3://bucket/key``) on the corpus ``corpus``, its report written to
+    ``out``, its objects read through ``endpoint_url``; ``shard_bytes``
+    (bytes-equivalent) and ``shard_observations`` cut its shards. ``job_id``
+    is a new random one unless given. Each location is checked first
+    (:func:`object_argument`, :func:`corpus_argument`: a usage error naming
+    the argument)."""
+    from eceb_worker.corpus.storage import StorageSpec
+    from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
+
+    return JobMessage(
+        job_id=job_id or uuid.uuid4().hex,
+        kind=JobKind.EVALUATE,
+        inputs=JobInputs(
+            benchmark=object_argument(benchmark, "BENCHMARK"),
+            run=object_argument(run, "RUN"),
+            endpoint_url=endpoint_url,
+        ),
+        corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
+        out=object_argument(out, "--out"),
+        shard_bytes=shard_bytes,
+        shard_observations=shard_observations,
+    )
 
 
 def check_submission(message: JobMessage) -> None:

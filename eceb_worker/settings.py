@@ -48,6 +48,16 @@ def _choice(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _port(value: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = None
+    if number is None or not 0 < number < 65536:
+        raise ValueError("must be a port number from 1 to 65535")
+    return number
+
+
 class Setting(msgspec.Struct, frozen=True):
     """One environment variable.
 
@@ -133,6 +143,27 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "eceb-dist, before the step or command fails (exit 5)",
         _integer(1),
     ),
+    Setting(
+        "ECEB_LOG_FORMAT",
+        "log_format",
+        "text",
+        "what a worker's log lines look like: text, or json (one JSON object a line); each line about a job "
+        "names the job and the shard",
+        _choice("text", "json"),
+    ),
+    Setting(
+        "ECEB_METRICS_PORT",
+        "metrics_port",
+        None,
+        "TCP port on which a worker serves Prometheus metrics (/metrics); none: no metrics",
+        _port,
+    ),
+    Setting(
+        "ECEB_METRICS_ADDRESS",
+        "metrics_address",
+        "0.0.0.0",  # noqa: S104 - a pod's metrics are scraped from outside it
+        "address a worker's metrics server listens on (ECEB_METRICS_PORT)",
+    ),
     Setting("ECEB_DEBUG", "debug", False, "print the traceback of an internal error (exit 70)", _flag),
     Setting(
         "ECEB_PAIR_PROVIDER",
@@ -158,6 +189,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     task_max_retries: int
     max_deliveries: int
     redis_outage_s: int
+    log_format: str
+    metrics_port: int | None
+    metrics_address: str
     debug: bool
     pair_provider: str | None
 

@@ -10,4 +10,9 @@ place that imports celery, kombu or redis.
   whose worker process dies.
 - :mod:`~eceb_worker.cluster.state`: a job's state in Redis.
 - :mod:`~eceb_worker.cluster.client`: what ``eceb-dist`` uses: connecting, submitting.
+- :mod:`~eceb_worker.cluster.logs`: a worker's log lines, each about a job
+  naming the job and the shard (text or JSON).
+- :mod:`~eceb_worker.cluster.metrics`: a worker's Prometheus metrics.
+- :mod:`~eceb_worker.cluster.views`: a job's state as ``status --json`` and
+  ``jobs`` show it.
 """

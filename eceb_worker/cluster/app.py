@@ -45,6 +45,12 @@ Worker processes are forked (``--pool prefork``) from a parent that never
 hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
 and the parent here only imports the code. Each child opens its own storage
 adapter on its first task.
+
+Observing a worker: its log lines about a job name the job and the shard,
+as text or JSON (``ECEB_LOG_FORMAT``, :mod:`eceb_worker.cluster.logs`); with
+``ECEB_METRICS_PORT`` its parent serves Prometheus metrics summed over its
+pool's children (:mod:`eceb_worker.cluster.metrics`). Both are hooked into
+Celery's signals when this module is imported.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ from celery import Celery
 
 from eceb_worker.cluster.backend import POLICY_SETTING, RetryingRedisBackend
 from eceb_worker.cluster.deliveries import MAX_DELIVERIES_SETTING
+from eceb_worker.cluster.logs import connect_logging
+from eceb_worker.cluster.metrics import connect_metrics
 from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.cluster.tasks import register_tasks
 from eceb_worker.settings import load_settings
@@ -325,3 +333,5 @@ def make_app(
 app: Final = make_app()
 """The application ``celery -A eceb_worker.cluster.app worker`` runs,
 configured from the environment."""
+connect_logging()
+connect_metrics()

@@ -1,5 +1,6 @@
 """The cluster as ``eceb-dist`` sees it: a Celery application, its broker and
-result backend reachable, the job store, and submitting a job.
+result backend reachable, the job store, submitting a job, and the workers
+that consume its queue.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from eceb_worker.cluster.app import make_app
+from eceb_worker.cluster.app import QUEUE, make_app
 from eceb_worker.cluster.backend import policy_of
+from eceb_worker.cluster.logs import task_label
 from eceb_worker.cluster.retry import UNREACHABLE
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.cluster.tasks import COORDINATE_TASK
@@ -20,11 +22,13 @@ from eceb_worker.core.urls import redact_url, scrub
 from eceb_worker.errors import StorageError
 from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = ["Cluster"]
+__all__ = ["CONSUMERS_TIMEOUT_S", "Cluster"]
 
 _CONNECT_RETRIES: Final = 2
 """Attempts to reach the broker before giving up, so that an unreachable
 cluster fails in about a second (Celery alone would retry for some 20 s)."""
+CONSUMERS_TIMEOUT_S: Final = 1.0
+"""How long the workers are given to answer who consumes the queue, in seconds."""
 
 
 class Cluster:
@@ -86,10 +90,38 @@ class Cluster:
         """Record a new job (phase ``queued`` and ``fields``) and queue its first step."""
         self.store.create(message.job_id, phase=Phase.QUEUED.value, kind=message.kind.value, **fields)
         with self.policy.reaching(f"the broker {self.broker}"):
-            handle = self.app.send_task(COORDINATE_TASK, args=(msgspec.to_builtins(message),))
+            handle = self.app.send_task(
+                COORDINATE_TASK, args=(msgspec.to_builtins(message),), argsrepr=task_label(message.job_id)
+            )
         self.store.update(message.job_id, coordinator=handle.id)
 
     def revoke(self, task_id: str) -> None:
         """Revoke task ``task_id`` on every worker (sent again through a
         broker outage, up to the retry policy's bound; ``StorageError`` beyond)."""
         self.policy.outlast(lambda: self.app.control.revoke(task_id), f"the broker {self.broker}")
+
+    def consumers(self, timeout_s: float = CONSUMERS_TIMEOUT_S) -> list[str] | None:
+        """The names of the workers that consume eceb's queue, as they answer
+        Celery's remote control (``active_queues``) within ``timeout_s``
+        seconds: the first answer is enough when it names the queue. None
+        when the broker cannot be asked (nothing can be told)."""
+        try:
+            first = self._active_queues(timeout_s, limit=1)
+            if first and not _consuming(first):
+                first = self._active_queues(timeout_s, limit=None)
+        except (*UNREACHABLE, RedisError):
+            return None
+        return _consuming(first)
+
+    def _active_queues(self, timeout_s: float, limit: int | None) -> dict[str, Any]:
+        answers = self.app.control.inspect(timeout=timeout_s, limit=limit).active_queues()
+        return dict(answers or {})
+
+
+def _consuming(answers: dict[str, Any]) -> list[str]:
+    """The workers among ``answers`` (``active_queues``' replies) whose queues include eceb's."""
+    return sorted(
+        name
+        for name, queues in answers.items()
+        if any(isinstance(queue, dict) and queue.get("name") == QUEUE for queue in queues or ())
+    )

@@ -1,6 +1,7 @@
 """A distributed job's state in Redis (:class:`JobStore`): its phase, shard
 counts, failures and outcome, read by ``eceb-dist status``/``wait``/``result``
-and written by the job's tasks.
+and written by the job's tasks; and the index of recent jobs, read by
+``eceb-dist jobs``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import Stage
 
 __all__ = [
+    "JOBS_KEY",
     "JOB_TTL_S",
     "TERMINAL_PHASES",
     "JobStore",
@@ -51,6 +53,13 @@ TOTAL_FIELDS: Final = {Stage.REHASH: "rehash_total", Stage.EVALUATE: "eval_total
 """The number of shards planned, per stage."""
 _DONE_FIELDS: Final = tuple(DONE_FIELDS.values())
 _LISTS: Final = ("failures", *_DONE_FIELDS)
+JOBS_KEY: Final = "eceb:jobs"
+"""The index of jobs: a sorted set of job ids, each scored by the
+millisecond (Unix time) its job was created."""
+_INDEX_KEPT_MS: Final = 2 * JOB_TTL_S * 1000
+"""How long a job stays in the index after it was created: twice the time
+its state is kept after its last change (a job whose state is gone is left
+out of listings, and dropped from the index, when one finds it)."""
 
 
 _UPDATE_UNLESS_ENDED: Final = """
@@ -81,7 +90,8 @@ class JobStore:
     ``eceb:job:<id>`` is a hash of strings: ``phase`` (a :class:`Phase`),
     ``kind`` (``evaluate`` or ``verify``), ``benchmark`` and ``run`` (an
     evaluation's) or ``registry`` (a verification's), ``corpus``, ``out``,
-    ``created``/``updated`` (Unix seconds), ``rehash_total`` and
+    ``created``/``updated`` (Unix seconds; ``ended`` too, once it has
+    ended), ``rehash_total`` and
     ``eval_total`` (shards planned), ``coordinator`` (its task id), and
     on failure ``error_kind`` (an :class:`~eceb_worker.errors.ErrorKind`),
     ``error``, ``problems`` (JSON list of problems), ``verification`` (the
@@ -92,7 +102,8 @@ class JobStore:
     ``eceb:job:<id>:eval_done`` hold the indexes of the shards done, so a
     shard delivered twice counts once (:meth:`get` reports their sizes as
     the fields ``rehash_done`` and ``eval_done``). All expire
-    :data:`JOB_TTL_S` after the last change.
+    :data:`JOB_TTL_S` after the last change. :data:`JOBS_KEY` indexes the
+    jobs by creation (:meth:`recent`).
 
     Every method is one command, pipeline or script, which ``client``
     retries through a Redis outage (the application's client does:
@@ -120,22 +131,56 @@ class JobStore:
             pipe.expire(f"{job_key(job_id)}:{suffix}", JOB_TTL_S)
 
     def create(self, job_id: str, **fields: str | int) -> None:
-        """Start the job's hash with ``fields`` (``phase`` among them)."""
+        """Start the job's hash with ``fields`` (``phase`` among them) and
+        index it (jobs created over :data:`_INDEX_KEPT_MS` ago leave the index)."""
+        now_ms = time.time_ns() // 1_000_000
         pipe = self.client.pipeline()
         pipe.hset(job_key(job_id), mapping={name: str(value) for name, value in fields.items()})
         self._touch(job_id, pipe)
+        pipe.zadd(JOBS_KEY, {job_id: now_ms})
+        pipe.zremrangebyscore(JOBS_KEY, "-inf", now_ms - _INDEX_KEPT_MS)
+        pipe.expire(JOBS_KEY, _INDEX_KEPT_MS // 1000)
         with self.policy.reaching(self._WHAT):
             pipe.execute()
+
+    def recent(self, limit: int) -> list[tuple[str, dict[str, str]]]:
+        """Up to ``limit`` jobs, the newest first: ``(job id, its state as
+        :meth:`get` reads it)``. Jobs whose state is gone (expired) are left
+        out and dropped from the index."""
+        found: list[tuple[str, dict[str, str]]] = []
+        start = 0
+        while len(found) < limit:
+            with self.policy.reaching(self._WHAT):
+                ids = [_text(item) for item in self.client.zrevrange(JOBS_KEY, start, start + limit - 1)]
+            if not ids:
+                break
+            start += len(ids)
+            gone = []
+            for job_id in ids:
+                state = self.get(job_id)
+                if state is None:
+                    gone.append(job_id)
+                elif len(found) < limit:
+                    found.append((job_id, state))
+            if gone:
+                with self.policy.reaching(self._WHAT):
+                    self.client.zrem(JOBS_KEY, *gone)
+                start -= len(gone)
+        return found
 
     def update(self, job_id: str, **fields: str | int) -> bool:
         """Set fields of the job's hash, unless the job is unknown or has
         ended (done, failed, cancelled): a step still running when the job
-        was cancelled never undoes the cancel. Atomic; True when written."""
+        was cancelled never undoes the cancel. A phase that ends the job
+        records when (``ended``). Atomic; True when written."""
+        now = str(int(time.time()))
+        if str(fields.get("phase")) in TERMINAL_PHASES:
+            fields = {**fields, "ended": now}
         values = [str(value) for pair in fields.items() for value in pair]
         with self.policy.reaching(self._WHAT):
             written = self._update_script(
                 keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS)],
-                args=[JOB_TTL_S, str(int(time.time())), *values],
+                args=[JOB_TTL_S, now, *values],
             )
         return bool(written)
 

@@ -28,15 +28,31 @@ never writes a report.
 Delivery is at least once, so every step is idempotent: the chord counts a
 task id once, a job counts a shard index once (:meth:`~eceb_worker.cluster.state.JobStore.advance`),
 and a step of a job that has ended does nothing.
+
+Every task of a job is sent with a label naming the job and the shard
+(:func:`~eceb_worker.cluster.logs.task_label`, kept through retries): the
+worker's log lines about it name both (:mod:`eceb_worker.cluster.logs`).
+Shards answered, their durations, bytes hashed and retries are counted for
+the worker's metrics (:mod:`eceb_worker.cluster.metrics`).
+
+S3: a worker reads and writes through its own endpoint
+(``ECEB_S3_ENDPOINT_URL``, ``eceb-dist worker --endpoint-url``) whatever
+endpoint the submitter used (:func:`~eceb_worker.pipeline.messages.with_endpoint`);
+a worker configured with none uses the one that came with the job.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+import time
 from typing import Any, Final
 
 import msgspec
 
+from eceb_worker.cluster import metrics
 from eceb_worker.cluster.deliveries import check_delivery
+from eceb_worker.cluster.logs import task_label
 from eceb_worker.cluster.retry import CAUSE_LOOKUPS, RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
 from eceb_worker.core.digests import digest_bytes
@@ -48,14 +64,17 @@ from eceb_worker.pipeline.jobs import Finished, Job, MapStage
 from eceb_worker.pipeline.messages import (
     JobKind,
     JobMessage,
+    RehashAnswer,
     ShardAnswer,
     ShardFailed,
     ShardTask,
     Stage,
     shard_index,
     stage_of,
+    with_endpoint,
 )
 from eceb_worker.pipeline.shards import Workspace
+from eceb_worker.settings import read_setting
 
 __all__ = [
     "COORDINATE_TASK",
@@ -71,9 +90,8 @@ SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "ec
 REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
 """The task that reduces each stage's answers (a chord's callback)."""
 SHARD_LOST_TASK: Final = "eceb.job_shard_lost"
-_SHARD_ARGUMENTS: Final = "(<shard task>)"
-"""What Celery logs and shows for a shard task's arguments, instead of a
-printable copy of its message."""
+
+_logger = logging.getLogger("eceb.cluster.jobs")
 
 WORKSPACE: Final = Workspace()
 """This worker process's workspace: decoded inputs and S3 clients, kept between tasks."""
@@ -93,25 +111,43 @@ def _problems_json(error: InputError) -> str:
     return msgspec.json.encode(problems).decode()
 
 
+@functools.cache
+def _own_endpoint() -> str | None:
+    """The S3 endpoint of this worker (``ECEB_S3_ENDPOINT_URL``), None when it has none."""
+    endpoint: str | None = read_setting("s3_endpoint_url")
+    return endpoint
+
+
 def _fail(store: JobStore, job_id: str, exc: BaseException) -> None:
-    """End the job as failed with ``exc``'s reason and kind."""
+    """End the job as failed with ``exc``'s reason and kind (logged when it ends it)."""
     kind = ErrorKind.of(exc)
+    fields: dict[str, str] = {}
     if isinstance(exc, InputError):
-        store.fail(job_id, kind, redact_text(str(exc)), problems=_problems_json(exc))
+        error, fields["problems"] = redact_text(str(exc)), _problems_json(exc)
     elif isinstance(exc, VerificationError):
-        store.fail(job_id, kind, str(exc), verification=encode_verification(exc.report).decode())  # type: ignore[arg-type]
+        error, fields["verification"] = str(exc), encode_verification(exc.report).decode()  # type: ignore[arg-type]
     elif kind is ErrorKind.INTERNAL:
-        store.fail(job_id, kind, redact_text(f"{type(exc).__name__}: {exc}"))
+        error = redact_text(f"{type(exc).__name__}: {exc}")
     else:
-        store.fail(job_id, kind, redact_text(str(exc)))
+        error = redact_text(str(exc))
+    if store.fail(job_id, kind, error, **fields):
+        _logger.warning("job failed: %s error: %s", kind.value, error)
 
 
 def _retry(task: Any, policy: RetryPolicy, exc: BaseException) -> None:
     """Run ``task`` again later when ``exc`` is a passing storage failure and
-    the policy allows another attempt (raises Celery's ``Retry``); otherwise return."""
+    the policy allows another attempt (raises Celery's ``Retry``, the task's
+    label kept; counted for the metrics); otherwise return."""
     retries = task.request.retries
     if policy.retries(exc, retries):
-        raise task.retry(exc=exc, countdown=policy.countdown(retries))
+        metrics.task_retried(task.name)
+        raise task.retry(exc=exc, countdown=policy.countdown(retries), **_labels(task))
+
+
+def _labels(task: Any) -> dict[str, Any]:
+    """The label a task was sent with, for its retry (Celery's retry would
+    otherwise show and log the whole message)."""
+    return {"argsrepr": task.request.get("argsrepr"), "kwargsrepr": task.request.get("kwargsrepr")}
 
 
 def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) -> None:
@@ -124,7 +160,7 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) ->
         return
     try:
         check_delivery(task)
-        job = Job(msgspec.convert(message, JobMessage), WORKSPACE)
+        job = Job(with_endpoint(msgspec.convert(message, JobMessage), _own_endpoint()), WORKSPACE)
         _dispatch(task.app, policy, store, job, body(job))
     except Exception as exc:
         _retry(task, policy, exc)
@@ -143,23 +179,26 @@ def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: Ma
     fields = {"phase": Phase.of_stage(step.stage).value, TOTAL_FIELDS[step.stage]: len(step.tasks)}
     if not store.update(message.job_id, **fields):
         return  # cancelled meanwhile
-    callback = app.signature(REDUCE_TASKS[step.stage], args=(msgspec.to_builtins(message),))
+    _logger.info("planned %d %ss", len(step.tasks), step.stage.shard_name)
+    label = task_label(message.job_id)
+    callback = app.signature(REDUCE_TASKS[step.stage], args=(msgspec.to_builtins(message),), argsrepr=label)
     if not step.tasks:
         with policy.reaching("the broker"):
             callback.apply_async(args=([],))
         return
     from celery import chord
 
+    count = len(step.tasks)
     header = [
         app.signature(
             SHARD_TASKS[step.stage],
             args=(msgspec.to_builtins(shard),),
-            argsrepr=_SHARD_ARGUMENTS,
+            argsrepr=task_label(message.job_id, step.stage.value, shard_index(shard), count),
             kwargsrepr="{}",
         )
         for shard in step.tasks
     ]
-    callback.on_error(app.signature(SHARD_LOST_TASK, args=(message.job_id,)))
+    callback.on_error(app.signature(SHARD_LOST_TASK, args=(message.job_id,), argsrepr=label))
     with policy.reaching("the broker"):
         chord(header, app=app)(callback)
 
@@ -175,10 +214,16 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
         data = encode_report(finished.report)
         summary = finished.report.summary
         fields.update(passing_tasks=summary.passing_tasks, total_tasks=summary.total_tasks)
+        _logger.info("job done: %d/%d tasks pass", summary.passing_tasks, summary.total_tasks)
     else:
         assert finished.verification is not None
         data = encode_verification(finished.verification)
         fields.update(verification=data.decode(), verified=int(finished.verification.ok))
+        _logger.info(
+            "job done: %d of %d artifacts verified",
+            finished.verification.verified_count,
+            finished.verification.artifact_count,
+        )
     if message.out:
         if not store.update(job_id, phase=Phase.WRITING.value):
             return  # cancelled meanwhile
@@ -215,12 +260,13 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> Any:
     :meth:`Workspace.run`; its answer as JSON builtins, a
     :class:`~eceb_worker.pipeline.messages.ShardFailed` once its retries are
     spent (never an exception into the chord)."""
-    shard = msgspec.convert(message, ShardTask)
+    shard = with_endpoint(msgspec.convert(message, ShardTask), _own_endpoint())
     index, stage = shard_index(shard), stage_of(shard)
     job_id = getattr(shard, "job_id", "")
     store = JobStore.of(task.app)
     if job_id and store.finished(job_id):
         return msgspec.to_builtins(ShardFailed(index=index, kind=ErrorKind.STORAGE, message="the job has ended"))
+    started = time.monotonic()
     answer: ShardAnswer
     try:
         check_delivery(task)
@@ -234,6 +280,9 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> Any:
     else:
         if job_id:
             store.advance(job_id, stage, index)
+    hashed = answer.verification.bytes_hashed if isinstance(answer, RehashAnswer) else 0
+    failed = isinstance(answer, ShardFailed)
+    metrics.shard_answered(stage.value, failed=failed, bytes_hashed=hashed, seconds=time.monotonic() - started)
     return msgspec.to_builtins(answer)
 
 
@@ -252,12 +301,10 @@ def job_shard_lost(task: Any, policy: RetryPolicy, failed_task_id: str, job_id: 
     reason = task.app.AsyncResult(failed_task_id).result
     retries = task.request.retries
     if reason is None and retries < CAUSE_LOOKUPS:
-        raise task.retry(countdown=policy.countdown(retries), max_retries=CAUSE_LOOKUPS)
-    JobStore.of(task.app).fail(
-        job_id,
-        ErrorKind.STORAGE,
-        f"a shard ended without an answer ({reason or 'revoked or lost'}); submit the job again",
-    )
+        raise task.retry(countdown=policy.countdown(retries), max_retries=CAUSE_LOOKUPS, **_labels(task))
+    error = f"a shard ended without an answer ({reason or 'revoked or lost'}); submit the job again"
+    _logger.warning("job failed: %s error: %s", ErrorKind.STORAGE.value, error)
+    JobStore.of(task.app).fail(job_id, ErrorKind.STORAGE, error)
 
 
 def register_tasks(app: Any, policy: RetryPolicy) -> None:

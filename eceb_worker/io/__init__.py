@@ -10,5 +10,7 @@ temporary space, behind small interfaces the pure layers define or take.
 - :mod:`~eceb_worker.io.local_corpus`, :mod:`~eceb_worker.io.s3_corpus`: the
   corpus adapters (:class:`~eceb_worker.corpus.storage.CorpusStorage`);
   :mod:`~eceb_worker.io.storage` opens one from its spec.
+- :mod:`~eceb_worker.io.observers`: what S3 storage tells an observer (requests,
+  retries, throttling), for a worker's metrics.
 - :mod:`~eceb_worker.io.spill`: sorting more than fits in memory, in temporary files.
 """

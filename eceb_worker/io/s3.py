@@ -57,6 +57,7 @@ from eceb_worker.errors import (
     Problem,
     StorageError,
 )
+from eceb_worker.io.observers import watch_client
 from eceb_worker.settings import read_setting
 
 __all__ = [
@@ -294,7 +295,9 @@ def make_s3_client(
     """A boto3 S3 client (path-style addressing for a custom endpoint, botocore's
     ``standard`` retries, a pool of ``concurrency`` connections, flexible
     checksums ``checksums``: ``when_required`` or ``when_supported``, by
-    default ``ECEB_S3_CHECKSUMS``). Credentials come from boto3's default
+    default ``ECEB_S3_CHECKSUMS``), its requests, retries and throttling
+    answers told to the process's storage observer
+    (:mod:`eceb_worker.io.observers`). Credentials come from boto3's default
     chain. Raises ValueError for a malformed endpoint (the message never
     repeats it: it may embed credentials) or checksum mode.
     """
@@ -318,7 +321,9 @@ def make_s3_client(
         read_timeout=READ_TIMEOUT_S,
     )
     try:
-        return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+        client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
     except ValueError:
         # botocore's message repeats the endpoint verbatim.
         raise ValueError(_INVALID_ENDPOINT) from None
+    watch_client(client)
+    return client

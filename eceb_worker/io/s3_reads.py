@@ -2,7 +2,8 @@
 resumed where a broken connection left it (:class:`ResumableBody`), and
 whole reads again while the bytes fail the store's checksum
 (:func:`read_checked`, :func:`read_object`). The retry bounds and the error
-table are in :mod:`eceb_worker.io.s3`.
+table are in :mod:`eceb_worker.io.s3`; each resume and each read again is
+told to the storage observer (:mod:`eceb_worker.io.observers`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from eceb_worker.core.digests import CHECK_READS
+from eceb_worker.io.observers import RetryKind, storage_observer
 from eceb_worker.io.s3 import (
     CHECKSUM_FAILED,
     CHUNK_BYTES,
@@ -74,6 +76,7 @@ class ResumableBody:
                     self._body.close()
                 _back_off(self._reads)
                 self._reads += 1
+                storage_observer().retried(RetryKind.RESUME)
                 self._body, _ = get_object(self._client, self._bucket, self._key, etag=self.etag, start=self._position)
                 continue
             self._position += len(data)
@@ -118,6 +121,7 @@ def read_checked(read: Callable[[], T]) -> T:
                 raise CorruptBody(f"checksum mismatch on each of {reads} reads") from None
         _back_off(reads)
         reads += 1
+        storage_observer().retried(RetryKind.REREAD)
 
 
 def read_object(

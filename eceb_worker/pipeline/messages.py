@@ -12,7 +12,7 @@ its answer (:data:`ShardAnswer`) is what the job's next step reduces
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import msgspec
 
@@ -40,6 +40,7 @@ __all__ = [
     "Stage",
     "shard_index",
     "stage_of",
+    "with_endpoint",
 ]
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
@@ -79,7 +80,9 @@ class JobInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     Fields:
         benchmark, run: an evaluation's benchmark and run (``""`` for a verification).
         registry: a verification's registry (an evaluation's comes from its benchmark).
-        endpoint_url: the S3-compatible endpoint of the ``s3://`` inputs.
+        endpoint_url: the S3-compatible endpoint of the ``s3://`` inputs, as
+            the sender reached them (a worker uses its own when it has
+            one: :func:`with_endpoint`).
         etags: the versions checked.
     """
 
@@ -245,3 +248,28 @@ def stage_of(task: ShardTask) -> Stage:
     if isinstance(task, EvaluateTask):
         return Stage.EVALUATE
     return Stage.HASH
+
+
+Routed = TypeVar("Routed", JobMessage, RehashTask, EvaluateTask, HashTask)
+
+
+def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:
+    """``message`` with every S3 endpoint it carries (its inputs', its
+    corpus's, its registry's) replaced by ``endpoint_url``: a worker reaches
+    storage through its own endpoint, not the one its sender used. The
+    message unchanged when ``endpoint_url`` is None (a worker configured
+    with none uses the sender's)."""
+    if endpoint_url is None:
+        return message
+    replace = msgspec.structs.replace
+    if isinstance(message, JobMessage):
+        return replace(
+            message,
+            inputs=replace(message.inputs, endpoint_url=endpoint_url),
+            corpus=replace(message.corpus, endpoint_url=endpoint_url),
+        )
+    if isinstance(message, RehashTask):
+        return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url), endpoint_url=endpoint_url)
+    if isinstance(message, EvaluateTask):
+        return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url))
+    return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url))

@@ -27,7 +27,7 @@ from eceb_worker.pipeline.inputs import (
     load_run,
 )
 
-__all__ = ["kind_of", "validate_file"]
+__all__ = ["Validation", "kind_of", "validate_file"]
 
 
 def kind_of(path: Path) -> str:
@@ -61,22 +61,57 @@ def kind_of(path: Path) -> str:
     raise InputError([Problem(file=str(path), field="schema", message=f"{schema!r} is none of {known}")])
 
 
-def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> str:
-    """Check ``path``, a file of ``kind`` (:func:`kind_of`); a run also
-    against ``benchmark`` when given. Returns what to print of a valid file.
+class Validation(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``eceb validate`` found of a valid file (printed as a line, or
+    as JSON with ``--json``).
 
-    A benchmark is checked with its registry, and the line names its task
+    Fields: ``file`` (the path given), ``kind`` (a :data:`FILES` kind),
+    ``valid`` (always true: an invalid file raises), and for a registry its
+    ``artifact_count`` and ``corpus_root``; for a benchmark its
+    ``task_count``, ``task_root`` and ``corpus_root``.
+    """
+
+    file: str
+    kind: str
+    valid: bool = True
+    artifact_count: int | None = None
+    task_count: int | None = None
+    task_root: str | None = None
+    corpus_root: str | None = None
+
+    def line(self) -> str:
+        """The line ``eceb validate`` prints."""
+        if self.kind == "registry":
+            return f"{self.file}: valid registry: {self.artifact_count} artifacts, corpus root {self.corpus_root}"
+        if self.kind == "benchmark":
+            return (
+                f"{self.file}: valid benchmark: {self.task_count} tasks, task root {self.task_root}, "
+                f"corpus root {self.corpus_root}"
+            )
+        return f"{self.file}: valid {self.kind}"
+
+
+def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> Validation:
+    """Check ``path``, a file of ``kind`` (:func:`kind_of`); a run also
+    against ``benchmark`` when given. Returns what was found of a valid file.
+
+    A benchmark is checked with its registry, and the result names its task
     root and corpus root (a run must name them). Raises :class:`InputError`
     holding every problem.
     """
     if kind == "registry":
         registry = load_registry(path)
-        return f"{path}: valid registry: {registry.artifact_count} artifacts, corpus root {registry.corpus_root}"
+        return Validation(
+            file=str(path), kind=kind, artifact_count=registry.artifact_count, corpus_root=registry.corpus_root
+        )
     if kind == "benchmark":
         checked, registry = check_benchmark(path)
-        return (
-            f"{path}: valid benchmark: {len(checked.tasks)} tasks, task root {task_root(checked.tasks)}, "
-            f"corpus root {registry.corpus_root}"
+        return Validation(
+            file=str(path),
+            kind=kind,
+            task_count=len(checked.tasks),
+            task_root=task_root(checked.tasks),
+            corpus_root=registry.corpus_root,
         )
     if kind == "run" and benchmark is not None:
         inputs = check_inputs(benchmark, path)
@@ -95,4 +130,4 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> str:
         load_rules(read_input(path), str(path))
     else:  # pragma: no cover - kind_of names only the kinds above
         raise ValueError(f"no kind {kind!r}")
-    return f"{path}: valid {kind}"
+    return Validation(file=str(path), kind=kind)

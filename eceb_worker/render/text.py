@@ -5,67 +5,171 @@ verification report (§5), as lines.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
+from typing import Final
 
+from eceb_worker.core.figures import grouped, percent, percent_bps, usd
 from eceb_worker.corpus.verification import VerificationReport
+from eceb_worker.families.eceb.explanations import decides_verdict, signed_savings_bps
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import TaskResult
 
 __all__ = [
+    "MINIMUM_VIABLE_BUDGET",
+    "NOT_DECIDING",
     "artifacts_verified",
-    "bps",
     "finding_lines",
+    "html_pointer",
     "report_lines",
+    "saving_text",
     "task_line",
+    "task_lines",
     "tasks_pass",
     "verdict_line",
     "verification_verdict",
 ]
 
 
-def bps(value: int | None) -> str:
-    """Basis points and the percentage they make, e.g. ``1234 bps (12.34 %)``; ``n/a`` for none."""
-    return "n/a" if value is None else f"{value} bps ({value // 100}.{value % 100:02d} %)"
+MINIMUM_VIABLE_BUDGET: Final = (
+    "minimum viable budget: the smallest budget of a task's ladder (in prompt tokens) at which every repetition "
+    "of the compiled context passes every gate; savings compare the compiled context at that budget with the full "
+    "permitted context, mean per repetition (ECEB-0.1 §10, §12)"
+)
+"""The line that says what the minimum viable budget is."""
+
+NOT_DECIDING: Final = " (did not decide the verdict)"
+"""How a failed assertion that did not decide its task's verdict is marked."""
+
+
+def _tokens(count: int | None) -> str:
+    return "n/a" if count is None else f"{grouped(count)} tokens"
+
+
+def _money(micro_usd: int | None) -> str:
+    return "n/a" if micro_usd is None else f"{usd(micro_usd)} ({grouped(micro_usd)} micro-USD)"
+
+
+def saving_text(what: str, reported: int | None, full: int | None, compiled: int | None) -> str:
+    """A passing task's saving of ``what`` (``"prompt tokens"``, ``"cost"``):
+    ``62.50 % of prompt tokens saved (6,250 bps)``; a negative saving shown
+    as computed before it saturates at 0 (ECEB-0.1 §12), then the 0 the
+    report holds; ``n/a`` (with the reason) without a positive baseline."""
+    signed_bps = signed_savings_bps(full, compiled)
+    if signed_bps is None or reported is None:
+        return f"{what} saved: n/a (the baseline {what} is zero)" if full == 0 else f"{what} saved: n/a"
+    if signed_bps < 0:
+        larger = "has more prompt tokens" if what == "prompt tokens" else f"has a higher {what}"
+        return (
+            f"{percent(signed_bps)} of {what} saved ({grouped(signed_bps)} bps: the compiled context {larger} "
+            f"than the baseline; reported as {grouped(reported)} bps, as savings saturate at 0)"
+        )
+    return f"{percent(reported)} of {what} saved ({grouped(reported)} bps)"
 
 
 def task_line(task: TaskResult) -> str:
-    """One task's verdict and figures, in one line."""
-    if task.passed:
-        return (
-            f"PASS  {task.task_id}: minimum viable budget {task.minimum_viable_budget}; "
-            f"tokens {task.baseline_prompt_tokens} -> {task.compiled_prompt_tokens} "
-            f"(saves {bps(task.token_savings_bps)}); "
-            f"cost {task.baseline_cost_micro_usd} -> {task.compiled_cost_micro_usd} micro-USD "
-            f"(saves {bps(task.cost_savings_bps)}); "
-            f"quality {task.baseline_quality_milli} -> {task.compiled_quality_milli} (floor {task.quality_floor_milli})"
-        )
+    """One task's verdict in one line: a passing task's minimum viable
+    budget and savings; a failing task's first passing budget (or none) and
+    how many failed assertions decide its verdict."""
     budget = task.minimum_viable_budget
-    where = f"first passing budget {budget}" if budget is not None else "no viable budget"
-    return f"FAIL  {task.task_id}: {where}; {len(task.failed_assertions)} failed assertion(s)"
-
-
-def report_lines(report: Report, source: str) -> Iterator[str]:
-    """The summary of an evaluation report read from the corpus at
-    ``source``: inputs and claim class, each task's verdict with every
-    failed assertion, the mean savings."""
-    inputs = report.inputs
-    empirical = "non-empirical" if report.non_empirical else "empirical"
-    yield (
-        f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}, "
-        f"claim class {report.claim_class} ({empirical})"
+    if task.passed:
+        tokens = saving_text(
+            "prompt tokens", task.token_savings_bps, task.baseline_prompt_tokens, task.compiled_prompt_tokens
+        )
+        cost = saving_text("cost", task.cost_savings_bps, task.baseline_cost_micro_usd, task.compiled_cost_micro_usd)
+        return f"PASS  {task.task_id}: minimum viable budget {_tokens(budget)}; {tokens}; {cost}"
+    where = (
+        f"first passing budget {_tokens(budget)}, but the task fails"
+        if budget is not None
+        else "no budget of the ladder passes every gate"
     )
-    yield f"corpus {source}: {inputs.artifact_count} artifacts verified, root {inputs.corpus_root[:16]}..."
-    for task in report.tasks:
-        yield task_line(task)
-        for failure in task.failed_assertions:
-            group = f"{failure.strategy}@{failure.budget}" if failure.budget is not None else failure.strategy
-            repetition = f" rep {failure.repetition}" if failure.repetition is not None else ""
-            yield f"      {failure.gate}: {group or 'task'}{repetition}: {failure.message}"
+    deciding = sum(1 for failure in task.failed_assertions if decides_verdict(task, failure))
+    return f"FAIL  {task.task_id}: {where}; {deciding} failed assertion(s) decide the verdict"
+
+
+def task_lines(task: TaskResult) -> Iterator[str]:
+    """:func:`task_line`, then (passing) the figures behind the savings,
+    then every failed assertion, those that did not decide the verdict
+    marked so (:data:`NOT_DECIDING`: for a passing task, all of them)."""
+    yield task_line(task)
+    if task.passed:
+        yield (
+            f"      prompt tokens, mean per repetition: {_tokens(task.baseline_prompt_tokens)} with the full "
+            f"permitted context, {_tokens(task.compiled_prompt_tokens)} compiled"
+        )
+        yield (
+            f"      cost, mean per repetition: {_money(task.baseline_cost_micro_usd)} with the full permitted "
+            f"context, {_money(task.compiled_cost_micro_usd)} compiled"
+        )
+        yield (
+            f"      quality (thousandths): {task.baseline_quality_milli} with the full permitted context, "
+            f"{task.compiled_quality_milli} compiled, floor {task.quality_floor_milli}"
+        )
+    for failure in task.failed_assertions:
+        group = f"{failure.strategy}@{failure.budget}" if failure.budget is not None else failure.strategy
+        repetition = f" rep {failure.repetition}" if failure.repetition is not None else ""
+        mark = "" if decides_verdict(task, failure) else NOT_DECIDING
+        yield f"      {failure.gate}: {group or 'task'}{repetition}: {failure.message}{mark}"
+
+
+def _claim_line(report: Report) -> str:
+    if report.non_empirical:
+        return (
+            f"claim class {report.claim_class}, NON-EMPIRICAL: the run declares synthetic scores or usage, so these "
+            "figures show how the evaluator behaves, not how a model performs (ECEB-0.1 §9, §15)"
+        )
+    return (
+        f"claim class {report.claim_class} (empirical); results of one claim class are not evidence for a "
+        "stronger one (ECEB-0.1 §15)"
+    )
+
+
+def _mean_line(report: Report) -> str:
     summary = report.summary
-    yield (
-        f"mean savings over {summary.passing_tasks} passing task(s): tokens {bps(summary.mean_token_savings_bps)}, "
-        f"cost {bps(summary.mean_cost_savings_bps)} (over the {summary.cost_savings_tasks} with a cost baseline)"
+    passing = [task for task in report.tasks if task.passed]
+    token_sum = sum(t.token_savings_bps for t in passing if t.token_savings_bps is not None)
+    cost_sum = sum(t.cost_savings_bps for t in passing if t.cost_savings_bps is not None)
+    tokens = percent_bps(summary.mean_token_savings_bps)
+    cost = percent_bps(summary.mean_cost_savings_bps)
+    if summary.mean_token_savings_bps is not None:
+        tokens += f", {grouped(token_sum)} bps / {summary.passing_tasks} task(s)"
+    if summary.mean_cost_savings_bps is not None:
+        cost += f", {grouped(cost_sum)} bps / {summary.cost_savings_tasks} task(s) with a cost baseline"
+    failing = summary.total_tasks - summary.passing_tasks
+    return (
+        f"mean savings over the {summary.passing_tasks} passing task(s) (floored): prompt tokens {tokens}; "
+        f"cost {cost}; the {failing} failing task(s) count in tasks passing k/n, not in the means"
     )
+
+
+def html_pointer(report_path: str | None) -> str:
+    """The line pointing to the HTML report of the report at ``report_path``
+    (the file ``-o`` wrote; ``None``: not written to a file)."""
+    if report_path is None:
+        return "HTML report with plots: write the report with -o FILE, then eceb render FILE --html -o report.html"
+    return f"HTML report with plots: eceb render {shlex.quote(report_path)} --html -o report.html"
+
+
+def report_lines(report: Report, source: str, *, report_path: str | None = None) -> Iterator[str]:
+    """The summary of an evaluation report read from the corpus at
+    ``source``, worded for a reader who has not read ECEB-0.1: inputs, the
+    claim class (a non-empirical run said so), what the minimum viable
+    budget is, each task's verdict and figures (tokens with thousands
+    separators, cost in USD and micro-USD, savings in % and bps) with every
+    failed assertion, the mean savings with their sums and counts, and a
+    pointer to the HTML report of ``report_path`` (the file written, if any)."""
+    inputs = report.inputs
+    yield f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}"
+    yield _claim_line(report)
+    yield (
+        f"corpus {source}: {grouped(inputs.artifact_count)} artifacts verified against the registry, "
+        f"root {inputs.corpus_root[:16]}..."
+    )
+    yield MINIMUM_VIABLE_BUDGET
+    for task in report.tasks:
+        yield from task_lines(task)
+    yield _mean_line(report)
+    yield html_pointer(report_path)
 
 
 def verdict_line(report: Report) -> str:

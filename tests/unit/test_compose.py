@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import shlex
+import tomllib
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -19,6 +21,18 @@ from tests.support.paths import REPO
 ROOT = REPO
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+EXACT_TAG = re.compile(r"\d+(\.\d+){2}|RELEASE\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ")
+"""An exact version: three numbers (``7.4.2``), or one of MinIO's dated releases."""
+PYTHON_IMAGE = re.compile(r"python:3\.11\.\d+-slim-bookworm")
+HOST_ENV = {
+    "ECEB_BROKER_URL": "redis://:eceb-local@127.0.0.1:6379/0",
+    "ECEB_RESULT_BACKEND": "redis://:eceb-local@127.0.0.1:6379/1",
+    "ECEB_S3_ENDPOINT_URL": "http://127.0.0.1:9000",
+    "AWS_ACCESS_KEY_ID": "eceb-local",
+    "AWS_SECRET_ACCESS_KEY": "eceb-local-secret",
+}
+"""What ``eceb-dist`` on the host is given to reach the compose cluster (README, "From the host")."""
 
 ECEB_SERVICES = ("worker", "submit-example", "verify-example")
 LOCAL_DEFAULTS = {
@@ -102,9 +116,43 @@ def test_worker_consumes_the_eceb_queue(services: dict[str, Any]) -> None:
     assert "ports" not in worker
 
 
+def test_every_image_is_pinned_by_an_exact_tag(compose: dict[str, Any], services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        repository, _, tag = service["image"].rpartition(":")
+        assert repository, f"{name}: {service['image']} has no tag"
+        assert "/" not in tag, f"{name}: {service['image']} has no tag"
+        assert EXACT_TAG.fullmatch(tag), f"{name}: {service['image']} is not pinned to an exact version"
+    # The eceb image is tagged with the version of the package it holds.
+    assert compose["x-eceb-image"]["image"] == f"eceb:{VERSION}"
+    assert services["redis"]["image"] == "redis:7.4.2"
+
+
+def test_redis_is_published_on_loopback_only_and_requires_its_password(
+    compose: dict[str, Any], services: dict[str, Any]
+) -> None:
+    redis = services["redis"]
+    assert redis["ports"] == ["127.0.0.1:6379:6379"]
+    assert 'exec redis-server --appendonly yes --requirepass "$$REDIS_PASSWORD"' in redis["command"]
+    # ``:-`` also replaces an empty ECEB_REDIS_PASSWORD: Redis never runs without one.
+    assert redis["environment"]["REDIS_PASSWORD"] == REDIS_PASSWORD
+    assert '-a "$$REDIS_PASSWORD"' in " ".join(redis["healthcheck"]["test"])
+    for key in ("ECEB_BROKER_URL", "ECEB_RESULT_BACKEND"):
+        assert urlsplit(compose["x-eceb-env"][key]).password == REDIS_PASSWORD, key
+
+
+def test_workers_reach_minio_inside_the_network(services: dict[str, Any]) -> None:
+    """The workers' endpoint is MinIO's service name, never the host's published port."""
+    endpoint = urlsplit(services["worker"]["environment"]["ECEB_S3_ENDPOINT_URL"])
+    assert (endpoint.scheme, endpoint.hostname, endpoint.port) == ("http", "minio", 9000)
+    assert "127.0.0.1:9000:9000" in services["minio"]["ports"]
+    for name in ECEB_SERVICES:
+        env = services[name].get("environment") or {}
+        for key in ("ECEB_S3_ENDPOINT_URL", "ECEB_BROKER_URL", "ECEB_RESULT_BACKEND"):
+            if key in env:
+                assert urlsplit(env[key]).hostname in services, f"{name}: {key} leaves the compose network"
+
+
 def test_buckets_and_health(services: dict[str, Any]) -> None:
-    assert services["redis"]["image"] == "redis:7"
-    assert "--requirepass" in " ".join(services["redis"]["command"])
     for name in ("redis", "minio"):
         assert services[name]["healthcheck"]["test"], name
     script = " ".join(services["createbuckets"]["command"])
@@ -118,8 +166,15 @@ def test_submit_example_uses_eceb_dist(services: dict[str, Any]) -> None:
     assert submit["depends_on"]["createbuckets"]["condition"] == "service_completed_successfully"
     assert submit["command"][:2] == ["sh", "-c"]
     lines = submit["command"][2].splitlines()
-    assert lines[0] == "set -e"
-    assert lines[-3:] == [f"job=$$({SUBMIT})", 'echo "job $$job"', 'eceb-dist wait "$$job"']
+    assert lines == [
+        "set -e",
+        "python deploy/upload-example.py",
+        f"job=$$({SUBMIT})",
+        'echo "job $$job"',
+        'eceb-dist wait "$$job"',
+    ]
+    # The uploader is in the image, beside the examples it uploads.
+    assert "COPY deploy/upload-example.py ./deploy/upload-example.py" in DOCKERFILE.read_text(encoding="utf-8")
     assert shlex.split(SUBMIT)[:2] == ["eceb-dist", "submit"]
 
 
@@ -150,15 +205,17 @@ def test_loopback_only(services: dict[str, Any]) -> None:
 def test_dockerfile() -> None:
     lines = [line.strip() for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()]
     instructions = [line for line in lines if line and not line.startswith("#")]
-    assert all(
-        line == "FROM python:3.11-slim" or line.startswith("FROM python:3.11-slim AS ")
-        for line in instructions
-        if line.startswith("FROM ")
-    )
+    bases = {line.split()[1] for line in instructions if line.startswith("FROM ")}
+    assert len(bases) == 1
+    assert PYTHON_IMAGE.fullmatch(bases.pop())
     users = [line for line in instructions if line.startswith("USER ")]
     assert users
     assert users[-1] != "USER root"
-    assert any("pip install --no-cache-dir ." in line for line in instructions)
+    # The locked dependencies (exact versions, hashes checked), then the package alone.
+    assert "COPY deploy/requirements.lock ./deploy/requirements.lock" in instructions
+    assert any("pip install --no-cache-dir --require-hashes -r deploy/requirements.lock" in line for line in lines)
+    assert any("pip install --no-cache-dir --no-deps --no-build-isolation ." in line for line in lines)
+    assert not any(re.search(r"pip install(?!.*(-r deploy/requirements\.lock|--no-deps))", line) for line in lines)
     # The compose commands are whole command lines (eceb, eceb-dist, celery).
     assert not any(line.startswith("ENTRYPOINT") for line in instructions)
     assert not any(re.search(r"\b(apt-get|gcc|build-essential)\b", line) for line in instructions)
@@ -177,3 +234,25 @@ def test_readme_documents_the_cluster() -> None:
         *LOCAL_DEFAULTS.values(),
     ):
         assert needle in section, needle
+
+
+def test_readme_reaches_the_compose_cluster_from_the_host(services: dict[str, Any]) -> None:
+    """The host's broker URL and endpoint are the published ports, with the default password."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### From the host", 1)[1].split("\n### ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    exports = dict(
+        re.findall(r"(\w+)=(\S+)", " ".join(line for line in block.splitlines() if line.startswith("export ")))
+    )
+    assert {key: exports.get(key) for key in HOST_ENV} == HOST_ENV
+    published = {port.rsplit(":", 1)[0] for service in services.values() for port in service.get("ports", [])}
+    for key in ("ECEB_BROKER_URL", "ECEB_RESULT_BACKEND", "ECEB_S3_ENDPOINT_URL"):
+        url = urlsplit(exports[key])
+        assert f"{url.hostname}:{url.port}" in published, key
+    assert urlsplit(exports["ECEB_BROKER_URL"]).password == LOCAL_DEFAULTS["ECEB_REDIS_PASSWORD"]
+    for command in ("python deploy/upload-example.py", "eceb-dist submit", "eceb-dist status", "eceb-dist wait"):
+        assert command in block, command
+    assert "eceb-dist result" in block
+    # The alternative: the same commands inside a worker container, which has the cluster's settings.
+    assert "docker compose exec worker eceb-dist status" in section
+    assert "docker compose exec -T worker eceb-dist result" in section

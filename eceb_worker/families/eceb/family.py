@@ -9,11 +9,12 @@ import msgspec
 
 from eceb_worker.families import Document
 from eceb_worker.families.eceb.benchmark import Benchmark
+from eceb_worker.families.eceb.comparison import COMPARISON_SCHEMA, Comparison
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.run import Run
 from eceb_worker.families.eceb.vocabulary import BENCHMARK_SCHEMA, REPORT_SCHEMA, RUN_SCHEMA
 
-__all__ = ["FAMILY", "EcebFamily"]
+__all__ = ["COMPARISON", "FAMILY", "EcebFamily"]
 
 
 class EcebFamily(msgspec.Struct, frozen=True):
@@ -29,3 +30,7 @@ class EcebFamily(msgspec.Struct, frozen=True):
 
 
 FAMILY: Final = EcebFamily()
+
+COMPARISON: Final = Document("comparison", COMPARISON_SCHEMA, "comparison-v0.1.json", Comparison)
+"""Two reports compared (``eceb compare --json``): written, never read back,
+so not one of the files ``eceb validate`` recognizes; its schema is published."""

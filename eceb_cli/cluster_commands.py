@@ -1,0 +1,85 @@
+"""What the ``eceb-dist`` commands share: the cluster options, the one
+check of the cluster's settings, reaching the cluster and queueing a job."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import msgspec
+
+from eceb_cli.submission import check_submission
+
+if TYPE_CHECKING:
+    from eceb_worker.cluster.client import Cluster
+    from eceb_worker.pipeline.messages import JobMessage
+
+__all__ = ["cluster_options", "connect", "settings_checked", "submit_job"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cluster_options(function: F) -> F:
+    """Broker, result backend and S3 endpoint options (each with its environment variable)."""
+    for decorator in reversed(
+        [
+            click.option(
+                "--broker-url",
+                help="Celery broker URL (default redis://127.0.0.1:6379/0); rediss:// for TLS, the CA bundle "
+                "in ECEB_REDIS_CA_CERTS. Env: ECEB_BROKER_URL.",
+            ),
+            click.option(
+                "--result-backend",
+                help="Celery result backend URL, a Redis URL (default: the broker). Env: ECEB_RESULT_BACKEND.",
+            ),
+            click.option(
+                "--endpoint-url",
+                help="S3-compatible endpoint (MinIO, Ceph, ...). Env: ECEB_S3_ENDPOINT_URL.",
+            ),
+        ]
+    ):
+        function = decorator(function)
+    return function
+
+
+@contextmanager
+def settings_checked() -> Iterator[None]:
+    """A setting that does not parse (ValueError, whose message never
+    repeats a URL) is a usage error."""
+    try:
+        yield
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def connect(broker_url: str | None, result_backend: str | None) -> Cluster:
+    """The cluster, reached; a setting that does not parse is a usage error."""
+    with settings_checked():
+        # Importing the module configures its application from the environment.
+        from eceb_worker.cluster.client import Cluster
+
+        return Cluster(broker_url, result_backend)
+
+
+def submit_job(
+    message: JobMessage, broker_url: str | None, result_backend: str | None, *, as_json: bool = False, **fields: str
+) -> Cluster:
+    """Check what can be checked (the cluster's settings first, before
+    anything is read or connected to), queue the job and print its id (as
+    ``{"job_id": ...}`` with ``as_json``); warn when no worker consumes the
+    queue. Returns the cluster reached."""
+    from eceb_cli.outcomes import warn_without_workers
+
+    with settings_checked():
+        from eceb_worker.cluster.app import make_app
+
+        make_app(broker_url, result_backend)
+    check_submission(message)
+    cluster = connect(broker_url, result_backend)
+    cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)
+    click.echo(msgspec.json.encode({"job_id": message.job_id}).decode() if as_json else message.job_id)
+    warn_without_workers(cluster)
+    return cluster

@@ -1,0 +1,393 @@
+"""The two plots of a task on the HTML report page (ECEB-0.1 §10-§12), as
+inline SVG text.
+
+:func:`ladder_plot` shows quality (thousandths, 1000 = perfect) against the
+budget ladder: every repetition of every ``compiled`` (and budgeted
+``naive_top_k``) group when the run's repetitions are given, otherwise each
+group's floored mean and lowest quality as the report holds them; the
+dynamic floor τ and the baseline's quality as horizontal lines; the minimum
+viable budget as a labelled vertical line. :func:`tokens_plot` shows the
+provider-reported prompt tokens against the budget, with the budget line
+(prompt tokens = budget: a point above it breaks the budget gate) and the
+baseline's prompt tokens.
+
+Drawn with matplotlib's object API (a :class:`~matplotlib.figure.Figure`
+and the SVG canvas, never pyplot's global figures), its settings applied in
+one ``rc_context``: a fixed figure size, text kept as SVG text (no font
+file's glyphs decide the bytes), a fixed hash salt and no date, so the same
+input gives the same bytes. Every id in an SVG is prefixed with the plot's
+own id, so that many SVGs share one HTML page without a clash. Floats are
+used for drawing only; every figure printed on the page is an integer the
+report or the run holds. Pure: returns text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import matplotlib as mpl
+import msgspec
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from eceb_worker.families.eceb.run import Observation
+from eceb_worker.families.eceb.verdicts import GroupResult, TaskResult
+from eceb_worker.families.eceb.vocabulary import Strategy
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+__all__ = [
+    "COLOURS",
+    "SETTINGS",
+    "SIZE",
+    "Repetition",
+    "budget_axis",
+    "inline_svg",
+    "ladder_plot",
+    "repetitions_of",
+    "tokens_plot",
+]
+
+COLOURS: Final = {
+    "pass": "#1a7f37",
+    "fail": "#cf222e",
+    "floor": "#bc4c00",
+    "baseline": "#0969da",
+    "budget": "#57606a",
+    "minimum": "#8250df",
+    "naive": "#6e7781",
+}
+"""The colours of the plots, shared with the page's legend and matrix."""
+
+SETTINGS: Final[dict[RcKeyType, Any]] = {
+    "svg.hashsalt": "eceb-report",
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "font.size": 10.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#d0d7de",
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+    "legend.fontsize": 9.0,
+    "figure.dpi": 100.0,
+    "savefig.facecolor": "white",
+    "path.simplify": False,
+    "text.parse_math": False,
+    "text.usetex": False,
+}
+"""Every setting the plots depend on; the rest are matplotlib's defaults."""
+
+_METADATA: Final[dict[str, Any]] = {"Date": None, "Creator": None, "Format": None, "Type": None}
+"""No date, no creator (the library's version) in the SVG."""
+
+SIZE: Final = (6.4, 4.0)
+"""Every plot's size in inches."""
+
+_TAG: Final = re.compile(r"<[^<>]*>")
+"""An SVG tag (matplotlib escapes ``<`` and ``>`` in text)."""
+
+_SPREAD: Final = 0.07
+"""Horizontal spread of a group's repetitions, in doublings of the budget
+(repetitions of equal quality stay visible side by side)."""
+
+
+class Repetition(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What the plots show of one observation of the run (ECEB-0.1 §8).
+
+    Fields:
+        strategy, budget, repetition: its group and place in it.
+        quality_milli: the judge's score, thousandths.
+        prompt_tokens: provider-reported prompt tokens (``input_tokens``).
+    """
+
+    strategy: Strategy
+    budget: int | None
+    repetition: int
+    quality_milli: int
+    prompt_tokens: int
+
+
+def repetitions_of(observations: Iterable[Observation]) -> tuple[Repetition, ...]:
+    """The :class:`Repetition` of each observation, ordered by strategy,
+    budget (none first) and repetition."""
+    shown = (
+        Repetition(
+            strategy=o.strategy,
+            budget=o.budget,
+            repetition=o.repetition,
+            quality_milli=o.quality_milli,
+            prompt_tokens=o.input_tokens,
+        )
+        for o in observations
+    )
+    return tuple(sorted(shown, key=lambda r: (r.strategy, -1 if r.budget is None else r.budget, r.repetition)))
+
+
+class _Writer:
+    """The text stream matplotlib's SVG canvas writes to (it asks for a
+    ``seek`` to tell a stream from a file name, and never calls it)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # matplotlib probes with bytes to choose text or binary
+            raise TypeError("a text stream")
+        self.parts.append(text)
+        return len(text)
+
+    def seek(self, *_args: object) -> int:  # pragma: no cover - never called
+        raise NotImplementedError
+
+
+def _budgeted(task: TaskResult) -> list[GroupResult]:
+    """The task's groups that have a budget: each ladder budget's
+    ``compiled`` group, and budgeted ``naive_top_k`` groups (budgets are
+    positive in any evaluation; a report edited to hold others has them
+    left off the budget axis, which is logarithmic)."""
+    return [
+        g for g in task.groups if g.budget is not None and g.budget > 0 and g.strategy in ("compiled", "naive_top_k")
+    ]
+
+
+def _budgets(task: TaskResult) -> list[int]:
+    """The budgets the axis shows: those of :func:`_budgeted` groups, and
+    the minimum viable budget (always one of them in an evaluation)."""
+    budgets = {g.budget for g in _budgeted(task) if g.budget is not None}
+    if task.minimum_viable_budget is not None and task.minimum_viable_budget > 0:
+        budgets.add(task.minimum_viable_budget)
+    return sorted(budgets)
+
+
+def _spread(budget: int, index: int, count: int) -> float:
+    """The x of repetition ``index`` of ``count`` at ``budget``, spread around it."""
+    return float(budget * 2.0 ** (_SPREAD * (index - (count - 1) / 2)))
+
+
+def budget_axis(axes: Axes, budgets: Sequence[int], axis: str = "x") -> None:
+    """A base-2 logarithmic budget axis (``axis``: ``"x"`` or ``"y"``),
+    ticked at the ``budgets`` themselves (ascending)."""
+    scale = axes.set_xscale if axis == "x" else axes.set_yscale
+    scale("log", base=2)
+    if budgets:
+        (axes.set_xlim if axis == "x" else axes.set_ylim)(budgets[0] / 1.5, budgets[-1] * 1.5)
+    ticks = axes.xaxis if axis == "x" else axes.yaxis
+    ticks.set_major_locator(FixedLocator([float(b) for b in budgets]))
+    ticks.set_major_formatter(FuncFormatter(lambda value, _pos: f"{round(value):,}"))
+    ticks.set_minor_locator(NullLocator())
+    (axes.set_xlabel if axis == "x" else axes.set_ylabel)("budget (tokens)")
+
+
+def _minimum_viable(axes: Axes, task: TaskResult) -> None:
+    """The minimum viable budget (or, for a failing task, its first passing
+    budget) as a labelled vertical line."""
+    budget = task.minimum_viable_budget
+    if budget is None or budget <= 0:
+        return
+    words = "minimum viable budget" if task.passed else "first passing budget"
+    axes.axvline(budget, color=COLOURS["minimum"], linewidth=1.4, label=f"{words} {budget:,}")
+    axes.annotate(
+        f"{budget:,}",
+        xy=(budget, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(3, -10),
+        textcoords="offset points",
+        color=COLOURS["minimum"],
+        fontsize=8,
+    )
+
+
+def _unobserved(axes: Axes, task: TaskResult) -> None:
+    """A grey cross at the foot of each budget whose group has no observation."""
+    missing = [g.budget for g in _budgeted(task) if g.observations == 0 and g.budget is not None]
+    if missing:
+        axes.scatter(
+            [float(b) for b in missing],
+            [0.04] * len(missing),
+            transform=axes.get_xaxis_transform(),
+            marker="x",
+            color=COLOURS["naive"],
+            s=30,
+            label="no observation",
+            zorder=3,
+        )
+
+
+def _by_group(repetitions: Sequence[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
+    grouped: dict[tuple[str, int], list[Repetition]] = {}
+    for r in repetitions:
+        if r.budget is not None and r.budget > 0 and r.strategy in ("compiled", "naive_top_k"):
+            grouped.setdefault((r.strategy, r.budget), []).append(r)
+    return grouped
+
+
+def _points(
+    axes: Axes,
+    task: TaskResult,
+    repetitions: Sequence[Repetition] | None,
+    value: str,
+) -> list[float]:
+    """Draw each budgeted group's ``value`` (``quality`` or ``tokens``):
+    every repetition, or the group's figures from the report; returns every
+    y drawn. A ``compiled`` group's points are green when it passes, red
+    when it fails; ``naive_top_k``'s are hollow grey triangles."""
+    drawn: list[float] = []
+    passed = {(g.strategy, g.budget): g.passed for g in task.groups}
+    labelled: set[str] = set()
+
+    def label(key: str) -> str | None:
+        if key in labelled:
+            return None
+        labelled.add(key)
+        return key
+
+    if repetitions is not None:
+        for (strategy, budget), items in sorted(_by_group(repetitions).items()):
+            xs = [_spread(budget, i, len(items)) for i in range(len(items))]
+            ys = [float(r.quality_milli if value == "quality" else r.prompt_tokens) for r in items]
+            drawn += ys
+            if strategy == "naive_top_k":
+                axes.scatter(
+                    xs, ys, marker="^", facecolors="none", edgecolors=COLOURS["naive"], s=30, label=label("naive_top_k")
+                )
+                continue
+            ok = passed.get((strategy, budget), False)
+            key = "repetition, group passes" if ok else "repetition, group fails"
+            axes.scatter(xs, ys, color=COLOURS["pass" if ok else "fail"], s=22, zorder=4, label=label(key))
+        return drawn
+    for group in _budgeted(task):
+        mean = group.quality_milli if value == "quality" else group.prompt_tokens
+        if mean is None or group.budget is None:
+            continue
+        x = float(group.budget)
+        if group.strategy == "naive_top_k":
+            axes.scatter(
+                [x],
+                [mean],
+                marker="^",
+                facecolors="none",
+                edgecolors=COLOURS["naive"],
+                s=30,
+                label=label("naive_top_k"),
+            )
+            drawn.append(float(mean))
+            continue
+        colour = COLOURS["pass" if group.passed else "fail"]
+        verdict = "passes" if group.passed else "fails"
+        key = f"mean, group {verdict}"
+        axes.scatter([x], [mean], color=colour, s=26, zorder=4, label=label(key))
+        drawn.append(float(mean))
+        lowest = group.minimum_quality_milli
+        if value == "quality" and lowest is not None and lowest != mean:
+            axes.vlines(x, lowest, mean, color=colour, linewidth=1.0)
+            axes.scatter(
+                [x], [lowest], color=colour, marker="v", s=22, zorder=4, label=label(f"lowest, group {verdict}")
+            )
+            drawn.append(float(lowest))
+    return drawn
+
+
+def inline_svg(figure: Figure, plot_id: str, label: str) -> str:
+    """``figure`` (drawn under :data:`SETTINGS`) as an ``<svg>`` element to
+    inline in HTML: no XML declaration or DTD, the element's id
+    ``plot_id``, every id inside prefixed with it (so are the references to
+    them), ``label`` (plain words, no markup) its accessible name."""
+    writer = _Writer()
+    print_svg = cast("Callable[..., None]", FigureCanvasSVG(figure).print_svg)
+    print_svg(writer, metadata=_METADATA)
+    text = "".join(writer.parts)
+    body = text[text.index("<svg") :]
+
+    def prefixed(tag: re.Match[str]) -> str:  # in tags only: text (a task id) is never rewritten
+        return (
+            tag.group(0)
+            .replace(' id="', f' id="{plot_id}-')
+            .replace('href="#', f'href="#{plot_id}-')
+            .replace("url(#", f"url(#{plot_id}-")
+        )
+
+    body = _TAG.sub(prefixed, body)
+    return body.replace("<svg ", f'<svg class="plot" role="img" aria-label="{label}" id="{plot_id}" ', 1)
+
+
+def _finish(figure: Figure, axes: Axes) -> None:
+    handles, labels = axes.get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside lower center", ncols=2)
+
+
+def ladder_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, plot_id: str) -> str:
+    """The budget-ladder plot of ``task`` (ECEB-0.1 §10), an ``<svg>``
+    element whose id is ``plot_id`` (letters, digits, ``-``: unique on the
+    page).
+
+    ``repetitions``: the task's observations from the run
+    (:func:`repetitions_of`), each drawn at its budget; ``None`` draws each
+    group's mean and lowest quality from the report. Lines: the dynamic
+    floor τ (``quality_floor_milli``), the baseline's quality, the minimum
+    viable budget. Quality is in thousandths.
+    """
+    with mpl.rc_context(SETTINGS):
+        figure = Figure(figsize=SIZE, layout="constrained")
+        axes = figure.add_subplot()
+        budgets = _budgets(task)
+        budget_axis(axes, budgets)
+        drawn = _points(axes, task, repetitions, "quality")
+        floor = task.quality_floor_milli
+        axes.axhline(floor, color=COLOURS["floor"], linestyle="--", linewidth=1.2, label=f"floor τ {floor}")
+        drawn.append(float(floor))
+        baseline = task.baseline_quality_milli
+        if baseline is not None:
+            axes.axhline(
+                baseline, color=COLOURS["baseline"], linestyle=":", linewidth=1.4, label=f"baseline {baseline}"
+            )
+            drawn.append(float(baseline))
+        _minimum_viable(axes, task)
+        _unobserved(axes, task)
+        low, high = min(drawn), max(drawn)  # a bottom below the top whatever a report holds
+        axes.set_ylim(max(-20.0, min(low, 1000.0) - 60.0), min(1020.0, max(high, 0.0) + 60.0))
+        axes.set_ylabel("quality (thousandths)")
+        _finish(figure, axes)
+        return inline_svg(figure, plot_id, "quality against budget")
+
+
+def tokens_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, plot_id: str) -> str:
+    """The prompt-token plot of ``task`` (ECEB-0.1 §11.1, §12), an
+    ``<svg>`` element whose id is ``plot_id``: prompt tokens of every
+    repetition (``repetitions``, see :func:`ladder_plot`) or each group's
+    mean against the budget, the budget line (tokens = budget), the
+    baseline's prompt tokens and the minimum viable budget.
+    """
+    with mpl.rc_context(SETTINGS):
+        figure = Figure(figsize=SIZE, layout="constrained")
+        axes = figure.add_subplot()
+        budgets = _budgets(task)
+        budget_axis(axes, budgets)
+        drawn = _points(axes, task, repetitions, "tokens")
+        if budgets:
+            low, high = budgets[0] / 1.5, budgets[-1] * 1.5
+            steps = 64
+            xs = [low * (high / low) ** (i / steps) for i in range(steps + 1)]
+            axes.plot(xs, xs, color=COLOURS["budget"], linestyle="--", linewidth=1.2, label="budget (tokens = budget)")
+            drawn += [float(b) for b in budgets]
+        baseline = task.baseline_prompt_tokens
+        if baseline is not None:
+            axes.axhline(
+                baseline, color=COLOURS["baseline"], linestyle=":", linewidth=1.4, label=f"baseline {baseline:,} tokens"
+            )
+            drawn.append(float(baseline))
+        _minimum_viable(axes, task)
+        _unobserved(axes, task)
+        top = max([0.0, *drawn])
+        axes.set_ylim(0.0, top * 1.1 + 1.0)
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{round(value):,}"))
+        axes.set_ylabel("prompt tokens")
+        _finish(figure, axes)
+        return inline_svg(figure, plot_id, "prompt tokens against budget")

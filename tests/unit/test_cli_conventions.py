@@ -1,0 +1,81 @@
+"""Every command of ``eceb`` and ``eceb-dist`` keeps the conventions of
+eceb_cli/conventions.py: ``-q``/``-v``, its exit codes in ``--help``, and
+one table of exit codes that names only real commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from eceb_cli import conventions, exit_codes
+from eceb_cli.dist import main as dist_main
+from eceb_cli.main import main as eceb_main
+
+
+def leaves(group: click.Group, path: str, parent: click.Context | None = None) -> Iterator[tuple[str, click.Command]]:
+    ctx = click.Context(group, info_name=path.rsplit(" ", 1)[-1], parent=parent)
+    assert ctx.command_path == path
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, f"{path} {name}"
+        if isinstance(command, click.Group):
+            yield from leaves(command, f"{path} {name}", ctx)
+        else:
+            yield f"{path} {name}", command
+
+
+def every_command() -> list[tuple[str, click.Command]]:
+    return [*leaves(eceb_main, "eceb"), *leaves(dist_main, "eceb-dist")]
+
+
+COMMANDS = every_command()
+
+
+def test_the_exit_code_table_names_exactly_the_commands() -> None:
+    assert {path for path, _ in COMMANDS} == set(conventions.EXITS)
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[path for path, _ in COMMANDS])
+def test_every_command_has_quiet_verbose_and_lists_its_exit_codes(path: str, command: click.Command) -> None:
+    options = {opt for param in command.params for opt in param.opts}
+    assert {"-q", "--quiet", "-v", "--verbose"} <= options, path
+    root = eceb_main if path.startswith("eceb ") else dist_main
+    result = CliRunner().invoke(root, [*path.split(" ")[1:], "--help"])
+    assert result.exit_code == 0, result.output
+    listed = " ".join(result.output.split()).split("Exit codes: ", 1)[1]
+    for code in conventions.EXITS[path]:
+        assert f"{code} " in listed, (path, code)
+    for code in set(exit_codes.SHORT) - set(conventions.EXITS[path]):
+        assert f" {code} " not in f" {listed}", (path, code)
+
+
+def test_every_listed_code_is_a_documented_one() -> None:
+    documented = {value for name, value in vars(exit_codes).items() if name.isupper() and isinstance(value, int)}
+    assert set(exit_codes.SHORT) == documented
+    for path, codes in conventions.EXITS.items():
+        assert set(codes) <= documented, path
+        assert exit_codes.OK in codes and exit_codes.USAGE in codes and exit_codes.INTERNAL in codes, path
+
+
+def test_a_stop_is_worded_alike_whatever_the_signal() -> None:
+    import signal
+
+    lines = {signal.SIGINT: conventions.stopped_line(signal.SIGINT)}
+    lines[signal.SIGTERM] = conventions.stopped_line(signal.SIGTERM)
+    lines[signal.SIGHUP] = conventions.stopped_line(signal.SIGHUP)
+    assert lines[signal.SIGINT] == "interrupted (Ctrl-C): stopped; no partial output was left"
+    tails = {line.split(":", 1)[1] for line in lines.values()}
+    assert tails == {" stopped; no partial output was left"}
+
+
+def test_quiet_and_verbose_set_the_level_for_one_command_line_only() -> None:
+    runner = CliRunner()
+    result = runner.invoke(eceb_main, ["pair", "plan", "-q"])
+    assert result.exit_code == 0
+    assert conventions.is_quiet()
+    result = runner.invoke(eceb_main, ["pair", "plan"])
+    assert result.exit_code == 0
+    assert not conventions.is_quiet()
