@@ -122,7 +122,7 @@ def progress(description: str, total: int, unit: str = "file") -> Iterator[Calla
         total=total,
         desc=description,
         unit=unit,
-        unit_scale=True,
+        unit_scale=False,
         file=sys.stderr,
         leave=False,
     ) as bar:

@@ -29,6 +29,7 @@ __all__ = [
     "command_path",
     "detail",
     "exit_codes_epilog",
+    "group_epilog",
     "info",
     "is_quiet",
     "is_verbose",
@@ -37,9 +38,10 @@ __all__ = [
     "stopped_line",
 ]
 
-_COMMON: Final = (exit_codes.OK, exit_codes.USAGE, exit_codes.INTERNAL)
 _STOPS: Final = (exit_codes.HANGUP, exit_codes.INTERRUPTED, exit_codes.TERMINATED)
-_CLUSTER: Final = (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, *_STOPS)
+_COMMON: Final = (exit_codes.OK, exit_codes.USAGE, exit_codes.INTERNAL, *_STOPS)
+"""What any command can end with: success, a usage error, a bug, a stop by signal."""
+_CLUSTER: Final = (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE)
 
 EXITS: Final[dict[str, tuple[int, ...]]] = {
     "eceb compare": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT, exit_codes.REGRESSION),
@@ -116,8 +118,14 @@ EXITS: Final[dict[str, tuple[int, ...]]] = {
 }
 """The exit codes each command can end with (README, "Exit codes")."""
 
+_TASKS_FAIL: Final = {exit_codes.TASKS_FAILED: "failing tasks"}
 _MEANINGS: Final[dict[str, dict[int, str]]] = {
+    "eceb evaluate": _TASKS_FAIL,
+    "eceb pair run": {exit_codes.TASKS_FAILED: "an attempt not completed"},
+    "eceb pair summary": {exit_codes.TASKS_FAILED: "no verdict"},
     "eceb-dist probe": {exit_codes.TASKS_FAILED: "not ready (the worker does not answer or does not consume eceb)"},
+    "eceb-dist result": _TASKS_FAIL,
+    "eceb-dist wait": _TASKS_FAIL,
 }
 """Where a command gives a code a meaning of its own."""
 
@@ -192,7 +200,21 @@ def exit_codes_epilog(path: str) -> str:
     if codes is None:
         return ""
     meanings = {**exit_codes.SHORT, **_MEANINGS.get(path, {})}
+    if path.startswith("eceb-dist "):
+        meanings[exit_codes.STORAGE] = "storage or cluster unavailable"
     return "Exit codes: " + ", ".join(f"{code} {meanings[code]}" for code in sorted(set(codes))) + "."
+
+
+def group_epilog(prefix: str) -> str:
+    """``Exit codes (of its commands): ...`` for the group at ``prefix``
+    (``"eceb"``, ``"eceb pair"``): every code a command under it can end
+    with, each command's ``--help`` saying which."""
+    codes = sorted({code for path, listed in EXITS.items() if path.startswith(prefix + " ") for code in listed})
+    return (
+        "Exit codes of its commands (each command's --help says which it ends with): "
+        + ", ".join(f"{code} {exit_codes.SHORT[code]}" for code in codes)
+        + "."
+    )
 
 
 def _set_level(level: int) -> Any:
@@ -214,6 +236,7 @@ def adopt(command: click.Command, path: str) -> click.Command:
     if isinstance(command, click.Group):
         if not isinstance(command, ConventionalGroup):
             raise TypeError(f"{path}: a group must be a ConventionalGroup")
+        command.epilog = group_epilog(path)
         return command
     names = {name for param in command.params for name in param.opts}
     if "-q" not in names and "--quiet" not in names:

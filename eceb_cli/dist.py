@@ -19,6 +19,7 @@ from eceb_cli import exit_codes
 from eceb_cli.arguments import seconds
 from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.conventions import group_epilog
 from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
 from eceb_cli.dist_worker import check_metrics_port, worker_environment, worker_settings
 from eceb_cli.outcomes import (
@@ -46,15 +47,19 @@ from eceb_worker.render.text import artifacts_verified, tasks_pass, verification
 __all__ = ["main"]
 
 
-@click.group("eceb-dist", cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "eceb-dist",
+    cls=PipeSafeGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=group_epilog("eceb-dist"),
+)
 @click.version_option(__version__, prog_name="eceb-dist")
 def main() -> None:
     """Verify corpora and evaluate ECEB-0.1 runs on a cluster of Celery workers over Redis.
 
     Inputs, corpus and report live in S3-compatible storage; the report is
     byte for byte what `eceb evaluate` writes (`eceb corpus verify --json`
-    prints, for `verify`). Exit codes: as `eceb`, plus 7 no such job, 8 job
-    cancelled, 75 job not finished yet.
+    prints, for `verify`).
     """
 
 
@@ -338,6 +343,8 @@ def worker(
     """Run a Celery worker for eceb's tasks (extra arguments go to `celery worker`).
 
     The same as: celery -A eceb_worker.cluster.app worker --pool prefork -Q eceb
+    --hostname eceb@%h (the node name `eceb-dist probe` asks by default; give
+    -n NAME to choose another).
 
     The worker reaches S3 through its own endpoint (--endpoint-url or
     ECEB_S3_ENDPOINT_URL), whatever endpoint a job's submitter used; one
@@ -356,10 +363,13 @@ def worker(
     os.environ.update(environment)  # this process becomes the worker
     settings = worker_settings()
     check_metrics_port(settings)
+    from eceb_cli.probe import NODE_PREFIX
     from eceb_worker.cluster.app import worker_command
     from eceb_worker.cluster.logs import log_line
 
-    command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=celery_args)
+    named = any(a in ("-n", "--hostname") or a.startswith(("-n=", "--hostname=")) for a in celery_args)
+    extra = celery_args if named else ("--hostname", f"{NODE_PREFIX}@%h", *celery_args)
+    command = worker_command(concurrency=concurrency, loglevel=loglevel, extra=extra)
     click.echo(log_line(f"starting a worker on {redact_url(settings.broker_url)}", settings.log_format), err=True)
     sys.stdout.flush()
     os.execve(sys.executable, command, environment)  # noqa: S606 - replaces this process by the worker

@@ -85,7 +85,7 @@ SHORT: Final[dict[int, str]] = {
     USAGE: "usage error",
     BAD_INPUT: "bad input",
     VERIFICATION_FAILED: "corpus verification failed",
-    STORAGE: "storage or cluster unavailable",
+    STORAGE: "storage unavailable",
     OUTPUT: "output cannot be written",
     NO_SUCH_JOB: "no such job",
     JOB_CANCELLED: "job cancelled",

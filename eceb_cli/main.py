@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-from eceb_cli.conventions import adopt, command_path
+from eceb_cli.conventions import adopt, command_path, group_epilog
 from eceb_cli.streams import PipeSafeGroup
 from eceb_worker import __version__
 
@@ -41,13 +41,9 @@ class _LazyGroup(PipeSafeGroup):
         return adopt(command, command_path(ctx, cmd_name))
 
 
-@click.group("eceb", cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "eceb", cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=group_epilog("eceb")
+)
 @click.version_option(__version__, prog_name="eceb")
 def main() -> None:
-    """Evaluate context-efficiency runs against ECEB-0.1 benchmarks.
-
-    Exit codes: 0 success, 1 failing tasks, 2 usage error, 3 bad input,
-    4 corpus verification failed, 5 storage unavailable, 6 output cannot be
-    written, 9 paid execution refused, 70 internal error, 129 hung up, 130 interrupted,
-    143 terminated.
-    """
+    """Evaluate context-efficiency runs against ECEB-0.1 benchmarks."""

@@ -115,7 +115,7 @@ def nightly(
     from eceb_worker.families.eceb.comparison import compare_reports
     from eceb_worker.io.locations import Locator
     from eceb_worker.io.objects import ObjectStore
-    from eceb_worker.pipeline.reports import read_report
+    from eceb_worker.pipeline.reports import decode_report, read_report
     from eceb_worker.render.comparison import comparison_lines, comparison_markdown, comparison_verdict
     from eceb_worker.render.text import tasks_pass
 
@@ -139,8 +139,8 @@ def nightly(
     info(f"waiting for job {job_id}")
     state = wait_until_ended(cluster, job_id, timeout)
     exit_for(job_id, state)
-    tonight = read_report(locator.locate(tonight_url))
-    data = result_bytes(job_id, state, objects)
+    data = result_bytes(job_id, state, objects)  # checked against the digest the job recorded
+    tonight = decode_report(data, tonight_url)
     say(f"tonight: {tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report {tonight_url}")
 
     if previous is None:

@@ -17,6 +17,7 @@ import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.console import progress, report_input_error
+from eceb_cli.conventions import Stopped
 from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.digests import digest_bytes
@@ -187,9 +188,14 @@ def wait_until_ended(
     """The job's state once it ended, its progress shown on a terminal
     meanwhile (:func:`stage_progress`), ``each`` called with every state
     read; exit 75 when ``timeout`` (seconds) passes first, 7 when the job
-    vanishes meanwhile."""
-    with stage_progress(job_id) as show:
-        return _wait(cluster, job_id, timeout, lambda state: (show(state), each and each(state)))
+    vanishes meanwhile. Stopped by a signal meanwhile, it says first that
+    the job goes on in the cluster (only the waiting stops)."""
+    try:
+        with stage_progress(job_id) as show:
+            return _wait(cluster, job_id, timeout, lambda state: (show(state), each and each(state)))
+    except (KeyboardInterrupt, Stopped):
+        click.echo(f"job {job_id} goes on in the cluster; `eceb-dist cancel {job_id}` stops it", err=True)
+        raise
 
 
 def _wait(

@@ -10,6 +10,7 @@ shards, so a busy worker passes and a hung or disconnected one does not.
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 from typing import Final, NoReturn
@@ -36,6 +37,14 @@ def default_node() -> str:
     """``eceb@HOSTNAME``: the node name ``-n eceb@%h`` gives a worker on this
     host (in a pod, the pod's name)."""
     return f"{NODE_PREFIX}@{socket.gethostname()}"
+
+
+class _OutOfTime(Exception):
+    """The probe's whole deadline (twice ``--timeout``) passed."""
+
+
+def _out_of_time(_signum: int, _frame: object) -> None:
+    raise _OutOfTime
 
 
 def _not_ready(reason: str) -> NoReturn:
@@ -71,16 +80,25 @@ def probe(
 
     Exit 1 (not ready, the reason on standard error) when the broker cannot
     be reached, the worker does not answer in time, or it answers without
-    consuming eceb; 2 for a usage error.
+    consuming eceb; 2 for a usage error. The whole probe, reaching the
+    broker included, ends within twice TIMEOUT.
     """
     from eceb_worker.cluster.app import QUEUE
 
     name = node or default_node()
+    deadline = 2 * timeout
+    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, deadline)
     try:
-        cluster = connect(broker_url, result_backend)
-    except StorageError as exc:
-        _not_ready(str(exc))
-    replies = cluster.app.control.inspect(destination=[name], timeout=timeout).active_queues() or {}
+        try:
+            cluster = connect(broker_url, result_backend)
+        except StorageError as exc:
+            _not_ready(str(exc))
+        replies = cluster.app.control.inspect(destination=[name], timeout=timeout).active_queues() or {}
+    except _OutOfTime:
+        _not_ready(f"no answer from the broker or worker {name} within {deadline:g} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     if name not in replies:
         _not_ready(f"worker {name} did not answer within {timeout:g} s (through the broker {cluster.broker})")
     consumed = sorted(str(queue.get("name")) for queue in replies[name] or [])

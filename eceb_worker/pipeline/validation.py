@@ -15,7 +15,6 @@ from eceb_worker.documents import FILES, VERIFICATION, named_document
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import task_root
 from eceb_worker.families.eceb.consistency import run_header_problems
-from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.files import map_input, read_input
 from eceb_worker.pipeline.inputs import (
@@ -26,6 +25,7 @@ from eceb_worker.pipeline.inputs import (
     load_rules,
     load_run,
 )
+from eceb_worker.pipeline.reports import decode_report
 
 __all__ = ["Validation", "kind_of", "validate_file"]
 
@@ -123,7 +123,7 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> Valid
         if problems:
             raise InputError(problems)
     elif kind == "report":
-        decode_document(read_input(path), Report, file=str(path))
+        decode_report(read_input(path), str(path))
     elif kind == "verification":
         decode_document(read_input(path), VERIFICATION.struct, file=str(path))
     elif kind == "rules":

@@ -33,10 +33,10 @@ from eceb_cli import exit_codes
 from eceb_worker.cluster.app import QUEUE, REDIS_SOCKET_TIMEOUT_S, make_app, restore_interval_s
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.io.objects import ObjectStore
-from tests.support.dist_support import WAIT_S, dist, embedded_report, submit, upload_seed
+from tests.support.dist_support import WAIT_S, dist, embedded_report, seeded_bucket, submit
 from tests.support.redis_server import CeleryWorkers, RedisServer, celery_workers, running_redis
 from tests.support.relays import RefusingRelay, StallingRelay
-from tests.support.s3_server import S3Server, empty_bucket
+from tests.support.s3_server import S3Server
 
 STALLED = "policy/data-classification.md"
 """The corpus object whose first read is held."""
@@ -46,13 +46,8 @@ STALL_TIMEOUT_S = 60.0
 @pytest.fixture(scope="module")
 def bucket(s3_server: S3Server) -> Iterator[str]:
     """A bucket holding the seed example under ``seed/``."""
-    client = s3_server.client()
-    name = f"eceb-faults-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=name)
-    upload_seed(s3_server, name, "seed")
-    yield name
-    empty_bucket(client, name)
-    client.delete_bucket(Bucket=name)
+    with seeded_bucket(s3_server, "faults") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 
 from eceb_cli import exit_codes
-from tests.support.dist_support import SEED, WAIT_S, embedded_report, upload_seed
+from tests.support.dist_support import SEED, WAIT_S, embedded_report, seeded_bucket
 from tests.support.dist_workers import DistWorker, dist_at, dist_worker, samples, scrape
 from tests.support.redis_server import RedisServer
 from tests.support.relays import RefusingRelay
-from tests.support.s3_server import S3Server, empty_bucket
+from tests.support.s3_server import S3Server
 
 DB = 7
 REHASH_SHARDS = 12
@@ -50,13 +50,8 @@ def broker(redis_server: RedisServer) -> str:
 
 @pytest.fixture(scope="module")
 def bucket(s3_server: S3Server) -> Iterator[str]:
-    client = s3_server.client()
-    name = f"eceb-obs-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=name)
-    upload_seed(s3_server, name, "seed")
-    yield name
-    empty_bucket(client, name)
-    client.delete_bucket(Bucket=name)
+    with seeded_bucket(s3_server, "obs") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,8 @@ line (``-n eceb@%h``) and the probe the manifest's own probe command.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +18,7 @@ import pytest
 
 from tests.support.helpers import refusing_loopback_port
 from tests.support.k8s import DeploymentWorker, container, deployment_worker, find, render, runnable
-from tests.support.redis_server import RedisServer, running_redis
+from tests.support.redis_server import RedisServer, running_redis, stop_groups
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +106,7 @@ def test_a_worker_of_another_queue_is_not_ready(redis: RedisServer, tmp_path: Pa
         assert result.returncode == 1
         assert result.stderr == f"not ready: worker {name} answers but consumes not-eceb, not eceb\n"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_groups([process], 20)
 
 
 def test_an_unreachable_broker_is_not_ready() -> None:

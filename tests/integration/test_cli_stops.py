@@ -7,37 +7,21 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from eceb_cli import exit_codes
+from tests.support.helpers import silent_loopback_port
 
 
 @pytest.fixture
 def silent_port() -> Iterator[int]:
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.close()
-        for connection in held:
-            connection.close()
+    with silent_loopback_port() as port:
+        yield port
 
 
 def _stopped(command: list[str], signum: int, env: dict[str, str]) -> tuple[int, str]:

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from eceb_cli import exit_codes
+from tests.support.helpers import silent_loopback_port
 
 SECRET = "never-print-this-pw"
 
@@ -135,33 +136,15 @@ def test_a_redis_that_accepts_but_never_answers_is_storage_unavailable_not_a_han
     """A server that takes the connection and then says nothing (a stuck
     proxy) makes each command fail after REDIS_SOCKET_TIMEOUT_S, and the
     command ends with exit 5 instead of waiting for ever."""
-    import socket
-    import threading
     import time
 
     from eceb_worker.cluster.app import REDIS_SOCKET_TIMEOUT_S
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
+    with silent_loopback_port() as port:
         silent = f"redis://127.0.0.1:{port}/0"
         started = time.monotonic()
         result = _dist("status", "0" * 32, ECEB_BROKER_URL=silent)
         took = time.monotonic() - started
-    finally:
-        listener.close()
-        for connection in held:
-            connection.close()
     assert result.returncode == exit_codes.STORAGE, result.stdout + result.stderr
     assert f"cannot reach the broker {silent}" in result.stderr and "Timeout" in result.stderr
     assert REDIS_SOCKET_TIMEOUT_S <= took < 4 * REDIS_SOCKET_TIMEOUT_S + 10

@@ -194,6 +194,19 @@ def test_metrics_port_is_named_and_let_in(objects: list[dict[str, Any]]) -> None
     assert {"name": "metrics", "containerPort": 9100, "protocol": "TCP"} in worker["ports"]
     policy = find(objects, "NetworkPolicy", "eceb-worker")["spec"]
     assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": 9100}]}]
+    annotations = find(objects, "Deployment", "eceb-worker")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9100",
+        "prometheus.io/path": "/metrics",
+    }
+
+
+def test_workers_spread_over_nodes(objects: list[dict[str, Any]]) -> None:
+    deployment = find(objects, "Deployment", "eceb-worker")
+    (spread,) = pod_spec(deployment)["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert _selects(spread["labelSelector"], _pod_labels(deployment))
 
 
 def test_disruption_budget_selects_the_workers(objects: list[dict[str, Any]]) -> None:
@@ -301,6 +314,8 @@ def test_brokers_password_comes_from_a_secret(overlay: str, objects: list[dict[s
     args = server["args"]
     assert args[args.index("--appendonly") + 1] == "yes"
     assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+    assert args[args.index("--maxmemory-policy") + 1] == "noeviction"  # a queue is never evicted
+    assert args[args.index("--maxmemory") + 1] == "768mb"  # below the 1Gi limit
     assert _env(server)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "eceb-redis", "key": "password"}
     assert {m["mountPath"]: m["name"] for m in server["volumeMounts"]}["/data"] == "data"
     assert redis["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"

@@ -2,7 +2,7 @@
 loopback ``redis-server`` with a password, moto's S3 server, the example
 uploaded, one worker, then ``eceb-dist submit``, ``wait`` and ``result``.
 
-Only its ports (free loopback ports in place of 6379 and 9000) and its
+Only its ports (free loopback ports in place of 16379 and 19000) and its
 directory (``/tmp/eceb-cluster`` moved under a temporary directory) are
 changed. Each line must exit as its comment says (``# exit N``; 0 when it
 says nothing); the report fetched is byte for byte the one ``eceb evaluate``
@@ -25,13 +25,14 @@ import pytest
 
 from tests.support.dist_support import embedded_report
 from tests.support.paths import REPO
+from tests.support.redis_server import group_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HEADING = "### Walk-through without Docker"
 DIRECTORY = "/tmp/eceb-cluster"
-REDIS_PORT = "6379"
-S3_PORT = "9000"
+REDIS_PORT = "16379"
+S3_PORT = "19000"
 SECRET = "eceb-local-secret"
 RUN_TIMEOUT_S = 300
 STOP_TIMEOUT_S = 30
@@ -75,14 +76,6 @@ def _script(lines: list[str]) -> str:
             " >&2; kill $(jobs -p) 2>/dev/null; exit 97; fi",
         ]
     return "\n".join(checked) + "\n"
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 def _logs(directory: Path) -> str:
@@ -131,9 +124,9 @@ def test_the_readme_walkthrough_without_docker_runs_a_job_on_a_local_cluster(tmp
         assert returncode == 0, (out, err, _logs(directory))
         # The block's last line stopped Redis, the S3 server and the worker with its pool.
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while _group_alive(shell.pid) and time.monotonic() < deadline:
+        while group_alive(shell.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _group_alive(shell.pid), "the walk-through left processes running"
+        assert not group_alive(shell.pid), "the walk-through left processes running"
     finally:
         if shell.poll() is None:
             shell.kill()
@@ -144,5 +137,6 @@ def test_the_readme_walkthrough_without_docker_runs_a_job_on_a_local_cluster(tmp
     assert "uploaded 18 files of enterprise-seed to s3://eceb-inputs/enterprise-seed/" in out
     assert "7/13 tasks pass" in out + err
     assert SECRET not in out + err
+    assert "no worker consumes" not in err, err  # the block waits for its worker before it submits
     report = directory / "report.json"
     assert report.read_bytes() == embedded_report(tmp_path / "embedded")

@@ -4,15 +4,18 @@ subprocess (checking that no credential shows in its output)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from eceb_cli import exit_codes
 from tests.support.paths import REPO
 from tests.support.redis_server import RedisServer
-from tests.support.s3_server import S3Server
+from tests.support.s3_server import S3Server, empty_bucket
 
 __all__ = ["SEED", "WAIT_S", "dist", "embedded_report", "submit", "upload_seed"]
 
@@ -26,6 +29,21 @@ def upload_seed(s3_server: S3Server, bucket: str, prefix: str) -> None:
     for name in ("benchmark.json", "run.json", "registry.jsonl"):
         client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=(SEED / name).read_bytes())
     s3_server.upload_tree(SEED / "corpus", bucket, f"{prefix}/corpus", threads=4)
+
+
+@contextlib.contextmanager
+def seeded_bucket(s3_server: S3Server, kind: str) -> Iterator[str]:
+    """A new bucket ``eceb-KIND-<random>`` holding the seed example under
+    ``seed/`` while the context lasts; emptied and deleted after."""
+    client = s3_server.client()
+    name = f"eceb-{kind}-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    upload_seed(s3_server, name, "seed")
+    try:
+        yield name
+    finally:
+        empty_bucket(client, name)
+        client.delete_bucket(Bucket=name)
 
 
 def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None) -> bytes:
@@ -56,9 +74,21 @@ def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None =
     return out.read_bytes()
 
 
-def dist(redis_server: RedisServer, s3_server: S3Server, *args: str) -> subprocess.CompletedProcess[str]:
-    """``eceb-dist ARGS`` against the test Redis and S3 server."""
-    env = {**os.environ, "ECEB_BROKER_URL": redis_server.url(), "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url}
+def dist(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    *args: str,
+    broker_url: str | None = None,
+    endpoint_url: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``eceb-dist ARGS`` against the test Redis (or ``broker_url``, the
+    backend the same) and S3 server (or ``endpoint_url``), checking that no
+    credential shows."""
+    env = {
+        **os.environ,
+        "ECEB_BROKER_URL": broker_url or redis_server.url(),
+        "ECEB_S3_ENDPOINT_URL": endpoint_url or s3_server.endpoint_url,
+    }
     env.pop("ECEB_RESULT_BACKEND", None)
     result = subprocess.run(
         [sys.executable, "-m", "eceb_cli.dist", *args], capture_output=True, text=True, env=env, check=False

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.redis_server import RedisServer
+from tests.support.dist_support import dist
+from tests.support.redis_server import RedisServer, stop_groups
 from tests.support.s3_server import S3Server
 
 __all__ = ["DistWorker", "dist_at", "dist_worker", "samples", "scrape"]
@@ -56,14 +56,6 @@ class DistWorker:
     def stdout(self) -> str:
         """Its standard output so far."""
         return self.stdout_path.read_text(encoding="utf-8", errors="replace")
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 @contextlib.contextmanager
@@ -111,24 +103,7 @@ def dist_worker(
             time.sleep(0.05)
         yield running
     finally:
-        _stop(process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Warm shutdown (SIGTERM), then kill what is left of its process group."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    deadline = time.monotonic() + 5
-    while _group_alive(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _group_alive(process.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_groups([process], STOP_TIMEOUT_S)
 
 
 def dist_at(
@@ -136,18 +111,7 @@ def dist_at(
 ) -> subprocess.CompletedProcess[str]:
     """``eceb-dist ARGS`` against ``broker_url`` (the backend the same) and the
     test S3 server (or ``endpoint_url``), checking that no credential shows."""
-    env = {
-        **os.environ,
-        "ECEB_BROKER_URL": broker_url,
-        "ECEB_S3_ENDPOINT_URL": endpoint_url or s3_server.endpoint_url,
-    }
-    env.pop("ECEB_RESULT_BACKEND", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "eceb_cli.dist", *args], capture_output=True, text=True, env=env, check=False
-    )
-    for secret in (redis_server.password, *s3_server.secrets):
-        assert secret not in result.stdout + result.stderr
-    return result
+    return dist(redis_server, s3_server, *args, broker_url=broker_url, endpoint_url=endpoint_url)
 
 
 def scrape(port: int) -> str:

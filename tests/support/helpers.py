@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,29 @@ def refusing_loopback_port() -> Iterator[int]:
         reserved.bind(("127.0.0.1", 0))
         port: int = reserved.getsockname()[1]
         yield port
+
+
+@contextmanager
+def silent_loopback_port() -> Iterator[int]:
+    """A port of 127.0.0.1 whose listener accepts every connection and
+    never answers (a stuck proxy) while the context lasts."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
 
 
 def invoke(command: click.Command, *args: str) -> Result:

@@ -13,7 +13,6 @@ import functools
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import pytest
 import yaml
 
 from tests.support.paths import REPO
+from tests.support.redis_server import stop_groups
 
 __all__ = [
     "OVERLAYS",
@@ -179,12 +179,4 @@ def deployment_worker(
             time.sleep(0.05)
         yield DeploymentWorker(node=node, metrics_port=port, log_path=log_path)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_groups([process], 20)

@@ -250,7 +250,8 @@ class CeleryWorkers:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in self.log_paths)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """A process of group ``pgid`` is still alive (and ours)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -260,13 +261,13 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
-    """Warm shutdown (SIGTERM) of every worker at once, then kill what is left
+def stop_groups(processes: list[subprocess.Popen[bytes]], timeout: float = WORKER_STOP_TIMEOUT_S) -> None:
+    """Warm shutdown (SIGTERM) of every process at once, then kill what is left
     of each one's process group (each runs in a session of its own)."""
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + WORKER_STOP_TIMEOUT_S
+    deadline = time.monotonic() + timeout
     for process in processes:
         try:
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -275,9 +276,9 @@ def _stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait(timeout=10)
     deadline = time.monotonic() + 5
     for process in processes:
-        while _group_alive(process.pid) and time.monotonic() < deadline:
+        while group_alive(process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _group_alive(process.pid):
+        if group_alive(process.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
 
@@ -328,7 +329,7 @@ def celery_workers(
             time.sleep(0.05)
         yield CeleryWorkers(names=names, log_paths=log_paths, pids=tuple(p.pid for p in processes))
     finally:
-        _stop_workers(processes)
+        stop_groups(processes)
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1-worker", "2-workers"])

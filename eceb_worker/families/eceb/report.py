@@ -18,6 +18,7 @@ import blake3
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json, canonical_lines
+from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
 from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
@@ -30,7 +31,9 @@ __all__ = [
     "Summary",
     "encode_report",
     "reduce_report",
+    "report_problems",
     "run_digest",
+    "summarize",
     "task_records_digest",
 ]
 
@@ -202,16 +205,7 @@ def reduce_report(
     for previous, current in itertools.pairwise(tasks):
         if previous.task_id == current.task_id:
             raise ValueError(f"task {current.task_id!r} was evaluated twice")
-    passing = [t for t in tasks if t.passed]
-    token = [t.token_savings_bps for t in passing if t.token_savings_bps is not None]
-    cost = [t.cost_savings_bps for t in passing if t.cost_savings_bps is not None]
-    summary = Summary(
-        passing_tasks=len(passing),
-        total_tasks=len(tasks),
-        mean_token_savings_bps=sum(token) // len(token) if token else None,
-        mean_cost_savings_bps=sum(cost) // len(cost) if cost else None,
-        cost_savings_tasks=len(cost),
-    )
+    summary = summarize(tasks)
     return Report(
         schema=REPORT_SCHEMA,
         eceb_version=eceb_version,
@@ -222,6 +216,62 @@ def reduce_report(
         summary=summary,
         tasks=tuple(tasks),
     )
+
+
+def summarize(tasks: Sequence[TaskResult]) -> Summary:
+    """The aggregate figures of ``tasks`` (ECEB-0.1 §12): passing and total
+    counts, floored mean savings over the passing tasks that have them."""
+    passing = [t for t in tasks if t.passed]
+    token = [t.token_savings_bps for t in passing if t.token_savings_bps is not None]
+    cost = [t.cost_savings_bps for t in passing if t.cost_savings_bps is not None]
+    return Summary(
+        passing_tasks=len(passing),
+        total_tasks=len(tasks),
+        mean_token_savings_bps=sum(token) // len(token) if token else None,
+        mean_cost_savings_bps=sum(cost) // len(cost) if cost else None,
+        cost_savings_tasks=len(cost),
+    )
+
+
+_PASSING_FIGURES: Final = ("minimum_viable_budget", "compiled_prompt_tokens", "token_savings_bps")
+"""What every passing task has (the report's shape gives it to every task evaluated)."""
+
+
+def report_problems(report: Report, file: str) -> list[Problem]:
+    """What makes a decoded report contradict itself, as problems of
+    ``file``: a task id given twice (``tasks[i]``, ``task_id``), a passing
+    task without its minimum viable budget, compiled tokens or token
+    savings, a failing task with savings (they are given only for a passing
+    task), and each summary figure that is not what its tasks make
+    (``summary``, the field). Empty for a report eceb wrote."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for index, task in enumerate(report.tasks):
+        record = f"tasks[{index}]"
+        if task.task_id in seen:
+            message = f"task {task.task_id!r} appears more than once"
+            problems.append(Problem(file=file, record=record, field="task_id", message=message))
+        seen.add(task.task_id)
+        if task.passed:
+            for name in _PASSING_FIGURES:
+                if getattr(task, name) is None:
+                    message = f"task {task.task_id!r} passes but has no {name.replace('_', ' ')}"
+                    problems.append(Problem(file=file, record=record, field=name, message=message))
+        else:
+            for name in ("token_savings_bps", "cost_savings_bps"):
+                if getattr(task, name) is not None:
+                    message = (
+                        f"task {task.task_id!r} fails but has {name.replace('_', ' ')} (given only for a passing task)"
+                    )
+                    problems.append(Problem(file=file, record=record, field=name, message=message))
+    if not problems:
+        expected = summarize(report.tasks)
+        for name in Summary.__struct_fields__:
+            said, made = getattr(report.summary, name), getattr(expected, name)
+            if said != made:
+                message = f"says {said}, but its tasks make {made}"
+                problems.append(Problem(file=file, record="summary", field=name, message=message))
+    return problems
 
 
 def encode_report(report: Report) -> bytes:
