@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import mmap
 import os
 import stat
 import sys
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
@@ -89,8 +93,8 @@ class LocalStorage:
     def hash_artifact(self, path: str) -> HashedBytes:
         """BLAKE3-256 of the file at ``root/path``: ``(size_bytes, hex digest)``.
 
-        Small files are read whole; large ones memory-mapped and hashed with
-        BLAKE3's multithreading. Raises ``ArtifactMissing``,
+        Small files are read whole; large ones read in chunks, each hashed
+        with BLAKE3's multithreading while the next is read. Raises ``ArtifactMissing``,
         ``ArtifactOutsideCorpus`` or ``ArtifactUnreadable``.
         """
         full = os.path.join(self._root, path)
@@ -215,9 +219,8 @@ def _hash_open_file(fd: int, path: str) -> HashedBytes:
     """BLAKE3-256 of the regular file open on ``fd``: ``(size_bytes, hex digest)``.
 
     A file of ``LARGE_FILE_BYTES`` or more is read in chunks of
-    ``READ_CHUNK_BYTES`` and hashed on all cores (not memory-mapped: a file
-    truncated while mapped would kill the process with SIGBUS; chunks of a
-    few MiB hash as fast). A smaller one is read with a single ``read`` of its
+    ``READ_CHUNK_BYTES`` and hashed on all cores, each chunk hashed while the
+    next is read (:func:`_hash_large_file`). A smaller one is read with a single ``read`` of its
     size plus one byte (getting exactly its size back means end of file),
     falling back to a read loop when the file changed size since ``fstat``.
     Raises ``ArtifactUnreadable`` (not a regular file, I/O error).
@@ -228,13 +231,7 @@ def _hash_open_file(fd: int, path: str) -> HashedBytes:
             raise ArtifactUnreadable(path, "not a regular file")
         size = info.st_size
         if size >= LARGE_FILE_BYTES:
-            hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-            view = memoryview(bytearray(READ_CHUNK_BYTES))
-            total = 0
-            while count := os.readv(fd, [view]):
-                hasher.update(view[:count])
-                total += count
-            return total, hasher.hexdigest()
+            return _hash_large_file(fd)
         data = os.read(fd, size + 1)
         if len(data) == size:
             return size, blake3.blake3(data).hexdigest()
@@ -246,6 +243,67 @@ def _hash_open_file(fd: int, path: str) -> HashedBytes:
         return total, hasher.hexdigest()
     except OSError as exc:
         raise ArtifactUnreadable(path, exc.strerror or str(exc)) from None
+
+
+class _ReadAhead(threading.local):
+    """A thread's read-ahead: two page-aligned buffers of
+    ``READ_CHUNK_BYTES`` (anonymous memory maps; a read into a buffer off a
+    page boundary is several times slower) and one reader thread, made on
+    first use. A forked child makes its own (threads do not survive a fork)."""
+
+    def __init__(self) -> None:
+        self.buffers: tuple[memoryview, memoryview] | None = None
+        self.reader: ThreadPoolExecutor | None = None
+
+    def ready(self) -> tuple[tuple[memoryview, memoryview], ThreadPoolExecutor]:
+        if self.buffers is None or self.reader is None:
+            self.buffers = (memoryview(mmap.mmap(-1, READ_CHUNK_BYTES)), memoryview(mmap.mmap(-1, READ_CHUNK_BYTES)))
+            self.reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eceb-read-ahead")
+        return self.buffers, self.reader
+
+
+_READ_AHEAD = _ReadAhead()
+
+
+def _forget_read_ahead() -> None:
+    global _READ_AHEAD  # noqa: PLW0603 - a forked child starts without the parent's threads
+    _READ_AHEAD = _ReadAhead()
+
+
+os.register_at_fork(after_in_child=_forget_read_ahead)
+
+
+def _hash_large_file(fd: int) -> HashedBytes:
+    """BLAKE3-256 of the file open on ``fd``, from its current offset to its
+    end: ``(bytes read, hex digest)``.
+
+    Chunk *i* is hashed (BLAKE3 on all cores, the GIL released) while the
+    reader thread reads chunk *i + 1* into the other buffer, so reading and
+    hashing overlap. The file is read, never memory-mapped: one truncated
+    meanwhile reads short (a size that no longer matches, so ``stale``),
+    never SIGBUS. No read is left running when this returns or raises (the
+    caller closes ``fd``). Raises ``OSError`` from a read.
+    """
+    buffers, reader = _READ_AHEAD.ready()
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    total = 0
+    current = 0
+    pending: Future[int] | None = reader.submit(os.readv, fd, [buffers[0]])
+    try:
+        while pending is not None:
+            count = pending.result()
+            pending = None
+            if not count:
+                break
+            pending = reader.submit(os.readv, fd, [buffers[1 - current]])
+            hasher.update(buffers[current][:count])
+            total += count
+            current = 1 - current
+    finally:
+        if pending is not None:
+            with contextlib.suppress(OSError):
+                pending.result()
+    return total, hasher.hexdigest()
 
 
 def _close_directory(fd: int) -> None:

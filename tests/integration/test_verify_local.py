@@ -136,6 +136,50 @@ def test_large_files_are_read_in_chunks_and_verified(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("change", ["truncated", "grown", "replaced"])
+def test_a_large_file_changed_while_it_is_read_is_stale_never_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """The large-file read runs ahead of the hashing on another thread: a
+    file truncated, grown or replaced by another file after its first chunk
+    was read gives a ``stale`` finding (the bytes read are not the bytes
+    registered), never a pass and never SIGBUS."""
+    import os
+
+    from eceb_worker.io.local_corpus import READ_CHUNK_BYTES
+
+    size = READ_CHUNK_BYTES * 3 + 11
+    files = {"big.bin": bytes(range(256)) * (size // 256) + b"y" * (size % 256), "small.txt": b"small\n"}
+    registry = make_corpus(tmp_path, files)
+    target = tmp_path / "big.bin"
+    real_readv = os.readv
+    reads = []
+
+    def changing_readv(fd: int, buffers: list[memoryview]) -> int:
+        count = real_readv(fd, buffers)
+        reads.append(count)
+        if len(reads) == 1:
+            if change == "truncated":
+                os.truncate(target, READ_CHUNK_BYTES + 5)
+            elif change == "grown":
+                with target.open("ab") as handle:
+                    handle.write(b"more")
+            else:  # the name now holds another file; the open one is unchanged
+                replacement = tmp_path / "replacement.bin"
+                replacement.write_bytes(b"z" * size)
+                os.replace(replacement, target)
+        return count
+
+    monkeypatch.setattr(os, "readv", changing_readv)
+    report = verify_corpus(registry, StorageSpec(source=str(tmp_path)))
+    assert reads, "the large file was not read in chunks"
+    if change == "replaced":  # the bytes read are the registered file's own, read whole
+        assert report.ok, report.findings
+        return
+    expected = READ_CHUNK_BYTES + 5 if change == "truncated" else size + 4
+    assert [(f.path, f.status, f.observed_size) for f in report.findings] == [("big.bin", "stale", expected)]
+
+
 def test_a_worker_refuses_registry_lines_changed_since_the_check(tmp_path: Path) -> None:
     """A cluster job's re-hash tasks carry their lines by reference (a byte
     range of the registry file, with its digest): a local registry edited in
