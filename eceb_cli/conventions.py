@@ -225,6 +225,13 @@ def _set_level(level: int) -> Any:
     return callback
 
 
+_LEVELS: Final = (
+    ("-q", "--quiet", -1, "Print only the result and errors."),
+    ("-v", "--verbose", 1, "Print more detail (and the traceback of an internal error)."),
+)
+"""The verbosity options every command gets: short and long name, level, help."""
+
+
 def adopt(command: click.Command, path: str) -> click.Command:
     """Give ``command`` (found at ``path``, e.g. ``"eceb corpus verify"``) the
     conventions: ``-q``/``-v`` (unless it has options of those names) and
@@ -239,28 +246,18 @@ def adopt(command: click.Command, path: str) -> click.Command:
         command.epilog = group_epilog(path)
         return command
     names = {name for param in command.params for name in param.opts}
-    if "-q" not in names and "--quiet" not in names:
-        command.params.append(
-            click.Option(
-                ["-q", "--quiet"],
-                is_flag=True,
-                expose_value=False,
-                is_eager=True,
-                callback=_set_level(-1),
-                help="Print only the result and errors.",
+    for short, long, level, text in _LEVELS:
+        if short not in names and long not in names:
+            command.params.append(
+                click.Option(
+                    [short, long],
+                    is_flag=True,
+                    expose_value=False,
+                    is_eager=True,
+                    callback=_set_level(level),
+                    help=text,
+                )
             )
-        )
-    if "-v" not in names and "--verbose" not in names:
-        command.params.append(
-            click.Option(
-                ["-v", "--verbose"],
-                is_flag=True,
-                expose_value=False,
-                is_eager=True,
-                callback=_set_level(1),
-                help="Print more detail (and the traceback of an internal error).",
-            )
-        )
     epilog = exit_codes_epilog(path)
     if epilog and epilog not in (command.epilog or ""):
         command.epilog = f"{command.epilog}\n\n{epilog}" if command.epilog else epilog

@@ -317,10 +317,33 @@ def inline_svg(figure: Figure, plot_id: str, label: str) -> str:
     return body.replace("<svg ", f'<svg class="plot" role="img" aria-label="{label}" id="{plot_id}" ', 1)
 
 
-def _finish(figure: Figure, axes: Axes) -> None:
+def _task_figure(task: TaskResult) -> tuple[Figure, Axes, list[int]]:
+    """A task plot's figure and axes, the budget axis drawn; with the
+    task's ladder budgets (inside the caller's ``rc_context``)."""
+    figure = Figure(figsize=SIZE, layout="constrained")
+    axes = figure.add_subplot()
+    budgets = _budgets(task)
+    budget_axis(axes, budgets)
+    return figure, axes, budgets
+
+
+def _baseline(axes: Axes, value: int | None, label: str, drawn: list[float]) -> None:
+    """The baseline's line at ``value`` (none when unknown), labelled
+    ``label.format(value)``; ``value`` joins what the y range must show."""
+    if value is not None:
+        axes.axhline(value, color=COLOURS["baseline"], linestyle=":", linewidth=1.4, label=label.format(value))
+        drawn.append(float(value))
+
+
+def _finished(figure: Figure, axes: Axes, task: TaskResult, plot_id: str, label: str) -> str:
+    """The task plot completed (the minimum viable budget, the groups
+    without observation, the legend) as inline SVG."""
+    _minimum_viable(axes, task)
+    _unobserved(axes, task)
     handles, labels = axes.get_legend_handles_labels()
     if handles:
         figure.legend(handles, labels, loc="outside lower center", ncols=2)
+    return inline_svg(figure, plot_id, label)
 
 
 def ladder_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, plot_id: str) -> str:
@@ -335,27 +358,16 @@ def ladder_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, p
     viable budget. Quality is in thousandths.
     """
     with mpl.rc_context(SETTINGS):
-        figure = Figure(figsize=SIZE, layout="constrained")
-        axes = figure.add_subplot()
-        budgets = _budgets(task)
-        budget_axis(axes, budgets)
+        figure, axes, _ = _task_figure(task)
         drawn = _points(axes, task, repetitions, "quality")
         floor = task.quality_floor_milli
         axes.axhline(floor, color=COLOURS["floor"], linestyle="--", linewidth=1.2, label=f"floor τ {floor}")
         drawn.append(float(floor))
-        baseline = task.baseline_quality_milli
-        if baseline is not None:
-            axes.axhline(
-                baseline, color=COLOURS["baseline"], linestyle=":", linewidth=1.4, label=f"baseline {baseline}"
-            )
-            drawn.append(float(baseline))
-        _minimum_viable(axes, task)
-        _unobserved(axes, task)
+        _baseline(axes, task.baseline_quality_milli, "baseline {}", drawn)
         low, high = min(drawn), max(drawn)  # a bottom below the top whatever a report holds
         axes.set_ylim(max(-20.0, min(low, 1000.0) - 60.0), min(1020.0, max(high, 0.0) + 60.0))
         axes.set_ylabel("quality (thousandths)")
-        _finish(figure, axes)
-        return inline_svg(figure, plot_id, "quality against budget")
+        return _finished(figure, axes, task, plot_id, "quality against budget")
 
 
 def tokens_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, plot_id: str) -> str:
@@ -366,10 +378,7 @@ def tokens_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, p
     baseline's prompt tokens and the minimum viable budget.
     """
     with mpl.rc_context(SETTINGS):
-        figure = Figure(figsize=SIZE, layout="constrained")
-        axes = figure.add_subplot()
-        budgets = _budgets(task)
-        budget_axis(axes, budgets)
+        figure, axes, budgets = _task_figure(task)
         drawn = _points(axes, task, repetitions, "tokens")
         if budgets:
             low, high = budgets[0] / 1.5, budgets[-1] * 1.5
@@ -377,17 +386,9 @@ def tokens_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, p
             xs = [low * (high / low) ** (i / steps) for i in range(steps + 1)]
             axes.plot(xs, xs, color=COLOURS["budget"], linestyle="--", linewidth=1.2, label="budget (tokens = budget)")
             drawn += [float(b) for b in budgets]
-        baseline = task.baseline_prompt_tokens
-        if baseline is not None:
-            axes.axhline(
-                baseline, color=COLOURS["baseline"], linestyle=":", linewidth=1.4, label=f"baseline {baseline:,} tokens"
-            )
-            drawn.append(float(baseline))
-        _minimum_viable(axes, task)
-        _unobserved(axes, task)
+        _baseline(axes, task.baseline_prompt_tokens, "baseline {:,} tokens", drawn)
         top = max([0.0, *drawn])
         axes.set_ylim(0.0, top * 1.1 + 1.0)
         axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{round(value):,}"))
         axes.set_ylabel("prompt tokens")
-        _finish(figure, axes)
-        return inline_svg(figure, plot_id, "prompt tokens against budget")
+        return _finished(figure, axes, task, plot_id, "prompt tokens against budget")
