@@ -242,7 +242,7 @@ def child(params: dict[str, Any]) -> None:
     import msgspec
 
     from eceb_worker import __version__
-    from eceb_worker.corpus.lines import registry_range_artifacts
+    from eceb_worker.corpus.checked_lines import registry_range_artifacts
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.corpus.verification import ShardVerification, reduce_verification
     from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation

@@ -21,7 +21,6 @@ from eceb_worker.corpus.verification import VerificationReport, encode_verificat
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.inputs import load_registry
-from eceb_worker.pipeline.jobs import verify_corpus
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
 from eceb_worker.render.text import finding_lines, verification_verdict
 
@@ -167,16 +166,12 @@ def verify(
     Exit 0 when all verify, 4 when any does not, 3 for an invalid registry,
     5 when the storage cannot be read at all.
     """
-    registry = load_registry(registry_path)
+    from eceb_worker.executors.streaming import verify_streamed
+
     spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
-    with progress("verifying", total=registry.artifact_count) as advance:
-        report = verify_corpus(
-            registry,
-            spec,
-            executor=InProcessExecutor(workers),
-            shard_bytes=shard_bytes,
-            on_answer=advance_by(advance),
-            registry_location=str(registry_path),
+    with progress("verifying", total=0) as advance:  # the count is known once the registry is checked
+        report = verify_streamed(
+            str(registry_path), spec, workers=workers, shard_bytes=shard_bytes, on_answer=advance_by(advance)
         )
     print_verification(report, as_json=as_json)
 

@@ -57,6 +57,7 @@ from eceb_worker.cluster.retry import CAUSE_LOOKUPS, RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.core.urls import redact_text
+from eceb_worker.corpus.prefixes import spread_rehash
 from eceb_worker.corpus.verification import encode_verification
 from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError, VerificationError
 from eceb_worker.families.eceb.report import encode_report
@@ -65,6 +66,7 @@ from eceb_worker.pipeline.messages import (
     JobKind,
     JobMessage,
     RehashAnswer,
+    RehashTask,
     ShardAnswer,
     ShardFailed,
     ShardTask,
@@ -169,7 +171,8 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) ->
 
 def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: MapStage | Finished) -> None:
     """Start a map stage as a chord of its shard tasks, then its reduce
-    step; or write a finished job's result. Raises ``StorageError`` when
+    step (a re-hash of an S3 corpus in the order of :func:`spread_rehash`);
+    or write a finished job's result. Raises ``StorageError`` when
     the broker stays unreachable beyond ``policy``'s bound (the step runs
     again: a second chord of the same shards changes no answer)."""
     message = job.message
@@ -189,6 +192,11 @@ def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: Ma
     from celery import chord
 
     count = len(step.tasks)
+    tasks = step.tasks
+    if step.stage is Stage.REHASH and message.corpus.is_s3:
+        # Spread over the corpus's key prefixes (S3 serves each at a bounded rate).
+        shards = [task.shard for task in tasks if isinstance(task, RehashTask)]
+        tasks = [tasks[position] for position in spread_rehash(shards, message.shard_bytes)]
     header = [
         app.signature(
             SHARD_TASKS[step.stage],
@@ -196,7 +204,7 @@ def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: Ma
             argsrepr=task_label(message.job_id, step.stage.value, shard_index(shard), count),
             kwargsrepr="{}",
         )
-        for shard in step.tasks
+        for shard in tasks
     ]
     callback.on_error(app.signature(SHARD_LOST_TASK, args=(message.job_id,), argsrepr=label))
     with policy.reaching("the broker"):

@@ -9,7 +9,7 @@ size or completion order.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 
 __all__ = ["RangeCutter", "cut_ranges"]
@@ -32,10 +32,12 @@ class RangeCutter:
         self.open_cost = 0
         """Cost of the range still open (less than ``limit``)."""
 
-    def add(self, costs: Sequence[int]) -> list[int]:
+    def add(self, costs: Sequence[int], next_limit: Callable[[int], int] | None = None) -> list[int]:
         """Take the next ``costs``; returns the offsets ``e`` (``1 <=
         e <= len(costs)``, ascending) at which a range closes, just after
-        ``costs[e - 1]``. The range still open at the end stays open."""
+        ``costs[e - 1]``. The range still open at the end stays open.
+        ``next_limit(e)``, when given, is called at each close and returns
+        the (positive) limit of the range that opens at ``e``."""
         totals = list(accumulate(costs, initial=0))
         count = len(costs)
         closes: list[int] = []
@@ -49,6 +51,8 @@ class RangeCutter:
             closes.append(closing)
             self.open_cost = 0
             position = closing
+            if next_limit is not None:
+                self.limit = next_limit(closing)
         return closes
 
 

@@ -1,7 +1,6 @@
 """The lines of a registry file (ECEB-0.1 §5): cut into blocks of whole
-lines, decoded, and every problem of a line worded once; and the parts of a
-registry already checked that a worker reads (a shard's byte range, the
-artifacts a run refers to).
+lines, decoded, and every problem of a line worded once (reading a registry
+already checked: :mod:`eceb_worker.corpus.checked_lines`).
 
 Format (JSON Lines, UTF-8, one JSON object a line)::
 
@@ -11,8 +10,8 @@ Format (JSON Lines, UTF-8, one JSON object a line)::
 
 Line 1 validates against ``schema/registry-header-v0.1.json``, every further
 line against ``schema/artifact-v0.1.json``. Blank lines are ignored. A block
-laid out as eceb writes registries (one object a line, each starting with
-``{`` and ending with ``}``) is decoded in one call; any other block, and
+laid out one object a line (as eceb writes registries) is decoded in one
+call and checked at once (its digests, its paths); any other block, and
 any block with a problem, line by line, so that problems name their lines.
 Both ways accept exactly the same lines.
 """
@@ -20,20 +19,19 @@ Both ways accept exactly the same lines.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
 from itertools import accumulate, islice
-from typing import Final, NamedTuple, overload
+from typing import Final, NamedTuple, cast, overload
 
 import msgspec
 
+from eceb_worker.core.canonical import canonical_lines
 from eceb_worker.core.decoding import record_problems
-from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.digests import RecordDigest
 from eceb_worker.core.lenient import decode_lenient
 from eceb_worker.core.paths import PORTABLE_PATH, path_problems
 from eceb_worker.core.repeats import required_strings
 from eceb_worker.corpus.artifacts import Artifact, RegistryHeader
-from eceb_worker.corpus.planning import RehashShard
-from eceb_worker.errors import InputError, Problem
+from eceb_worker.errors import Problem
 
 __all__ = [
     "Block",
@@ -47,8 +45,7 @@ __all__ = [
     "header_line",
     "header_problems",
     "lines_of",
-    "registry_artifacts",
-    "registry_range_artifacts",
+    "plain_artifacts",
 ]
 
 _HEADER_DECODER: Final = msgspec.json.Decoder(RegistryHeader)
@@ -67,11 +64,12 @@ class Block(NamedTuple):
     data: bytes
 
 
-def blocks(chunks: Iterable[bytes]) -> Iterator[Block]:
+def blocks(chunks: Iterable[bytes]) -> Iterator[tuple[Block, list[bytes]]]:
     """The file whose bytes come as ``chunks`` (of any sizes), as blocks of
     whole lines, each ending with ``\\n`` except perhaps the last (a file not
-    ending with a newline; the last block may be empty). A line longer than
-    a chunk is carried into the next block."""
+    ending with a newline; the last block may be empty), each with its lines
+    (:func:`lines_of`). A line longer than a chunk is carried into the next
+    block."""
     offset = 0
     number = 1
     carry = b""
@@ -83,11 +81,13 @@ def blocks(chunks: Iterable[bytes]) -> Iterator[Block]:
         if not cut:
             carry = data
             continue
-        block, carry = data[:cut], data[cut:]
-        yield Block(offset, number, block)
+        block, carry = Block(offset, number, data[:cut]), data[cut:]
+        lines = lines_of(block)
+        yield block, lines
         offset += cut
-        number += block.count(b"\n")
-    yield Block(offset, number, carry)
+        number += len(lines)  # the block ends with a newline: one per line
+    last = Block(offset, number, carry)
+    yield last, lines_of(last)
 
 
 def lines_of(block: Block) -> list[bytes]:
@@ -102,8 +102,7 @@ def artifact_blocks(chunks: Iterable[bytes]) -> Iterator[tuple[Block, list[bytes
     """Each block of the file with its lines and the position of its first
     artifact line: past the header (the first line that is not blank)."""
     header_seen = False
-    for block in blocks(chunks):
-        lines = lines_of(block)
+    for block, lines in blocks(chunks):
         first = 0
         if not header_seen:
             while first < len(lines) and not lines[first].strip():
@@ -163,7 +162,7 @@ def decode_block(
     With ``problems``, every problem of every line is appended there with its
     line number, as :func:`artifact_line` words it; without, a line that does
     not decode is skipped silently. Either way the same artifacts are
-    returned (those whose line decodes).
+    returned (those whose line decodes; see :func:`plain_artifacts` to keep them).
     """
     count = len(lines) - first
     if not count:
@@ -200,27 +199,67 @@ def decode_block(
     return Decoded(decoded, numbers, kept)
 
 
+class _Unpatterned(Artifact, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
+    """An artifact line decoded with every check of :class:`Artifact` but
+    its digest's pattern (its length only: a regular expression per line
+    would cost twice the decoding); :func:`_decode_laid_out` checks the
+    block's digests together, then hands out plain artifacts
+    (:func:`plain_artifacts`) where they are kept."""
+
+    source_digest: RecordDigest
+
+
+_LAID_OUT_DECODER: Final = msgspec.json.Decoder(_Unpatterned)
+_HEX_DIGITS: Final = b"0123456789abcdef"
+
+
 def _decode_laid_out(data: bytes, at: int, count: int) -> list[Artifact] | None:
     """The ``count`` artifact lines of ``data`` from byte ``at``, decoded in
-    one call, when they are laid out as eceb writes registries and all
-    valid; ``None`` otherwise (then they are read line by line). A valid
-    artifact is a flat object, so ``}\\n{`` separates objects, and as many
-    objects as lines means one a line."""
-    if not (
-        data.startswith(b"{", at)
-        and data.endswith(b"}\n" if data.endswith(b"\n") else b"}")
-        and data.count(b"}\n{", at) == count - 1
-    ):
+    one call, when they are laid out one object a line, naming each key once,
+    and all valid; ``None`` otherwise (then they are read line by line).
+
+    Lines exactly as eceb writes them (canonical JSON) are recognised by
+    encoding the artifacts again; otherwise, a valid artifact being a flat
+    object, ``}\n{`` separates objects and as many objects as lines means
+    one a line, and a line naming each key once holds 22 ``"``."""
+    if not (data.startswith(b"{", at) and data.endswith(b"}\n" if data.endswith(b"\n") else b"}")):
         return None
+    view = memoryview(data)[at:]
     try:
-        artifacts = _ARTIFACT_DECODER.decode_lines(memoryview(data)[at:])
+        artifacts = cast(list[Artifact], _LAID_OUT_DECODER.decode_lines(view))  # of a subclass of Artifact
     except (msgspec.DecodeError, RecursionError):
         return None
-    if len(artifacts) != count or data.count(b'"', at) != _ARTIFACT_QUOTES * count:
-        return None
-    if all(map(PORTABLE_PATH.fullmatch, [a.path for a in artifacts])):
+    laid_out = len(artifacts) == count and (
+        canonical_lines(artifacts) == (data[at:] if at else data)  # bytes, not a view: compared at once
+        or (data.count(b"}\n{", at) == count - 1 and data.count(b'"', at) == _ARTIFACT_QUOTES * count)
+    )
+    if (
+        laid_out
+        # every digest of lowercase hexadecimal digits only, every path portable
+        and not "".join([a.source_digest for a in artifacts]).encode().translate(None, _HEX_DIGITS)
+        and all(map(PORTABLE_PATH.fullmatch, [a.path for a in artifacts]))
+    ):
         return artifacts
     return None
+
+
+def plain_artifacts(artifacts: Sequence[Artifact]) -> list[Artifact]:
+    """``artifacts`` (ECEB-0.1 §5) as plain :class:`Artifact` instances, in
+    order (those a block decoded in one call are of a subclass of it, equal
+    to none)."""
+    return [
+        a
+        if type(a) is Artifact
+        else Artifact(
+            artifact_id=a.artifact_id,
+            path=a.path,
+            kind=a.kind,
+            classification=a.classification,
+            source_digest=a.source_digest,
+            size_bytes=a.size_bytes,
+        )
+        for a in artifacts
+    ]
 
 
 def empty_registry_problem(name: str) -> Problem:
@@ -327,71 +366,3 @@ def header_problems(
             )
         )
     return problems
-
-
-def registry_range_artifacts(data: bytes, shard: RehashShard, *, name: str) -> list[Artifact]:
-    """The artifacts (ECEB-0.1 §5) of a shard's byte range of a registry
-    already checked by :func:`~eceb_worker.corpus.registry.scan_registry`;
-    ``data`` is the range's bytes.
-
-    Raises :class:`InputError` naming the registry ``name`` when the bytes
-    are not exactly the shard's lines as they were checked (their digest,
-    when the plan has one; else their count and first path): the file
-    changed since, or the range is not the planned one.
-    """
-    block = Block(0, 1, data)
-    problems: list[tuple[int, Problem]] = []
-    changed = bool(shard.digest) and digest_bytes(data) != shard.digest
-    artifacts = [] if changed else decode_block(block, lines_of(block), 0, name, problems).artifacts
-    if changed or problems or len(artifacts) != shard.count or (artifacts and artifacts[0].path != shard.first_path):
-        raise InputError(
-            [
-                Problem(
-                    file=name,
-                    message=(
-                        f"the lines of artifacts {shard.start}..{shard.end - 1} are not those the job checked "
-                        "(the registry changed?)"
-                    ),
-                )
-            ]
-        )
-    return artifacts
-
-
-class _ArtifactId(msgspec.Struct, gc=False):
-    """Just the id of an artifact line; the other fields are skipped unread."""
-
-    artifact_id: str
-
-
-_ID_DECODER: Final = msgspec.json.Decoder(_ArtifactId)
-
-
-def registry_artifacts(chunks: Iterable[bytes], wanted: AbstractSet[str]) -> dict[str, Artifact]:
-    """The artifacts (ECEB-0.1 §5) of a registry whose ids are in ``wanted``,
-    by id (an id the registry lacks is absent).
-
-    For a registry already checked (by :func:`~eceb_worker.corpus.registry.scan_registry`, or pinned to a
-    version that was): lines that do not decode are skipped, nothing else is
-    checked. Memory is one chunk's lines plus the artifacts found.
-    """
-    found: dict[str, Artifact] = {}
-    for block, block_lines, block_first in artifact_blocks(chunks):
-        candidates = block_lines[block_first:]
-        part, lines, first = block, block_lines, block_first
-        try:
-            # Most lines are not wanted: read only their ids, and decode whole the lines that are.
-            ids = [line.artifact_id for line in _ID_DECODER.decode_lines(b"\n".join(candidates))]
-        except (msgspec.DecodeError, RecursionError):
-            ids = None
-        if ids is not None and len(ids) == len(candidates):
-            if wanted.isdisjoint(ids):
-                continue
-            chosen = [raw for raw, artifact_id in zip(candidates, ids, strict=True) if artifact_id in wanted]
-            part = Block(0, 1, b"\n".join(chosen))
-            lines, first = lines_of(part), 0
-        artifacts, _numbers, _ends = decode_block(part, lines, first, "", None)
-        for artifact in artifacts:
-            if artifact.artifact_id in wanted:
-                found.setdefault(artifact.artifact_id, artifact)
-    return found

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
+import blake3
 import msgspec
 
 from eceb_worker.core.planning import RangeCutter
@@ -17,6 +18,8 @@ __all__ = [
     "DEFAULT_FILE_COST_BYTES",
     "DEFAULT_SHARD_BYTES",
     "DEFAULT_TASK_BYTES",
+    "RangeDigests",
+    "TAPER_PARTS",
     "RehashPlanner",
     "RehashShard",
     "plan_rehash",
@@ -42,6 +45,11 @@ byte-equivalents: about 0.1 s of work on one core from local disk, seconds
 from object storage. A task costs a few milliseconds of broker and
 result-backend round trips and bookkeeping whatever its size (2 to 4 ms
 measured, see docs/PERFORMANCE.md), a few percent of this."""
+
+TAPER_PARTS: Final = 8
+"""A shard of a plan whose last shards shrink (:meth:`RehashPlanner.expect`)
+is never cut smaller than ``shard_bytes / TAPER_PARTS``: a task's fixed cost
+stays a small part of it."""
 
 Offset = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -88,13 +96,24 @@ class RehashPlanner:
     ``byte_start`` is where the first artifact line may start in the file
     (just past the header). Raises ValueError for a non-positive
     ``shard_bytes`` or a negative ``file_cost_bytes``.
+
+    Told how many artifacts to expect (:meth:`expect`), the last shards
+    shrink (guided self-scheduling): a shard opening when the artifacts still
+    to come are estimated to cost ``R`` (their count times the mean cost so
+    far) closes at ``min(shard_bytes, ceil(R / 2))``, never below
+    ``shard_bytes / TAPER_PARTS``, so that workers taking shards as they
+    free up finish close together. The plan stays a pure function of the
+    artifacts and the count.
     """
 
     def __init__(self, shard_bytes: int, file_cost_bytes: int, byte_start: int = 0) -> None:
         if file_cost_bytes < 0:
             raise ValueError(f"file_cost_bytes must not be negative, got {file_cost_bytes}")
         self._cutter = RangeCutter(shard_bytes, name="shard_bytes")
+        self._shard_bytes = shard_bytes
         self._file_cost = file_cost_bytes
+        self._expected: int | None = None  # artifacts expected in all (the last shards shrink)
+        self._cost = 0  # cost of the artifacts planned so far
         self._shards: list[RehashShard] = []
         self._count = 0  # artifacts planned so far
         self._start = 0  # ordinal of the open shard's first artifact
@@ -113,6 +132,23 @@ class RehashPlanner:
         """The byte offset just past the last artifact line planned so far."""
         return self._byte_end
 
+    def expect(self, count: int) -> None:
+        """Expect ``count`` artifacts in all (a registry header's
+        ``artifact_count``), so that the last shards shrink. A count that
+        turns out wrong changes only the shards' sizes: past it, shards are
+        cut at ``shard_bytes`` again."""
+        self._expected = count
+
+    def _limit_at(self, planned: int, cost: int) -> int:
+        """The cost at which a shard opening after ``planned`` artifacts (of
+        ``cost`` in all) closes."""
+        expected = self._expected
+        if expected is None or planned == 0 or planned >= expected:
+            return self._shard_bytes
+        remaining = (expected - planned) * cost // planned
+        floor = max(1, self._shard_bytes // TAPER_PARTS)
+        return max(floor, min(self._shard_bytes, -(-remaining // 2)))
+
     def start_at(self, byte_start: int) -> None:
         """Set where the first artifact line may start (before any is added)."""
         self._byte_start = self._byte_end = byte_start
@@ -125,7 +161,14 @@ class RehashPlanner:
             return
         totals = list(accumulate(sizes, initial=0))
         position = 0
-        for closing in self._cutter.add([size + self._file_cost for size in sizes]):
+        planned, cost, file_cost = self._count, self._cost, self._file_cost
+        next_limit = None
+        if self._expected is not None:
+
+            def next_limit(closing: int) -> int:
+                return self._limit_at(planned + closing, cost + totals[closing] + file_cost * closing)
+
+        for closing in self._cutter.add([size + file_cost for size in sizes], next_limit):
             self._open(position, paths)
             self._size += totals[closing] - totals[position]
             self._close(self._count + closing, ends[closing - 1] if ends is not None else 0)
@@ -134,6 +177,7 @@ class RehashPlanner:
             self._open(position, paths)
             self._size += totals[count] - totals[position]
         self._count += count
+        self._cost += totals[count] + file_cost * count
         if ends is not None:
             self._byte_end = ends[-1]
 
@@ -167,9 +211,12 @@ def plan_rehash(
     *,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+    taper: bool = False,
 ) -> list[RehashShard]:
     """Cut artifacts (given by their sizes, in registry order) into shards
-    balanced by bytes, as :class:`RehashPlanner` does (no byte ranges).
+    balanced by bytes, as :class:`RehashPlanner` does (no byte ranges); with
+    ``taper``, the last shards shrink as in a plan told to expect
+    ``len(sizes)`` artifacts (:meth:`RehashPlanner.expect`).
 
     Shards are contiguous, cover every artifact exactly once, and an artifact
     larger than ``shard_bytes`` is a shard of its own. ``[]`` for no
@@ -177,5 +224,50 @@ def plan_rehash(
     negative ``file_cost_bytes``.
     """
     planner = RehashPlanner(shard_bytes, file_cost_bytes)
+    if taper:
+        planner.expect(len(sizes))
     planner.add(sizes)
     return list(planner.finish())
+
+
+class RangeDigests:
+    """BLAKE3 of each shard's byte range of a registry file (ECEB-0.1 §5),
+    taken from the file's blocks as they come: the bytes from the first
+    shard's start are hashed in order, and the hash is cut at each shard's
+    end; :attr:`digests` holds those of the shards closed so far, in plan
+    order (64 hex characters each)."""
+
+    def __init__(self) -> None:
+        self.position = -1  # the next byte to hash; -1 until the header is read
+        self.hasher = blake3.blake3()
+        self.at_planned_end: Any = None  # the hash as it stood just past the last artifact line
+        self.digests: list[str] = []
+
+    def start(self, at: int) -> None:
+        """The first shard starts at byte ``at``."""
+        self.position = at
+
+    def feed(self, data: bytes, base: int, closing_ends: Sequence[int], planned_end: int) -> None:
+        """Hash the file's bytes ``data``, from byte ``base``: ``closing_ends``
+        are the ends of the shards closed in them, ``planned_end`` the end of
+        the last artifact line planned so far."""
+        if self.position < 0:
+            return
+        view = memoryview(data)
+        for end in closing_ends:
+            self.hasher.update(view[self.position - base : end - base])
+            self.digests.append(str(self.hasher.hexdigest()))
+            self.hasher, self.position = blake3.blake3(), end
+        if planned_end >= self.position:
+            self.hasher.update(view[self.position - base : planned_end - base])
+            self.position = planned_end
+            self.at_planned_end = self.hasher.copy()
+        self.hasher.update(view[self.position - base :])
+        self.position = base + len(data)
+
+    def finish(self, shards: int) -> list[str]:
+        """One digest per shard of a plan of ``shards``: the last one, closed
+        when the file ended, covers the bytes up to its last artifact line."""
+        if len(self.digests) < shards and self.at_planned_end is not None:
+            self.digests.append(str(self.at_planned_end.hexdigest()))
+        return self.digests

@@ -26,7 +26,8 @@ The same pass cuts the re-hash plan
 (:class:`~eceb_worker.corpus.planning.RehashPlanner`) over the artifacts in
 the file's line order, each shard a byte range of whole lines of the file,
 so that a worker can read and decode its own shard
-(:func:`~eceb_worker.corpus.lines.registry_range_artifacts`).
+(:func:`~eceb_worker.corpus.checked_lines.registry_range_artifacts`); told the
+header's ``artifact_count``, the planner shrinks the last shards.
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain, islice
-from typing import Any, Final
+from typing import Final
 
-import blake3
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json
@@ -52,9 +52,15 @@ from eceb_worker.corpus.lines import (
     empty_registry_problem,
     header_line,
     header_problems,
-    lines_of,
+    plain_artifacts,
 )
-from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashPlanner, RehashShard
+from eceb_worker.corpus.planning import (
+    DEFAULT_FILE_COST_BYTES,
+    DEFAULT_SHARD_BYTES,
+    RangeDigests,
+    RehashPlanner,
+    RehashShard,
+)
 from eceb_worker.corpus.sorting import (
     MemorySorter,
     Sorter,
@@ -153,6 +159,7 @@ def scan_registry(
     new_sorter: Callable[[], Sorter] = MemorySorter,
     digest_ranges: bool = True,
     other_kind: Callable[[bytes], Problem | None] | None = None,
+    on_shards: Callable[[Sequence[RehashShard]], object] | None = None,
 ) -> Registry:
     """Check a registry (JSON Lines, ECEB-0.1 §5) read as a stream, and plan its re-hash.
 
@@ -180,14 +187,21 @@ def scan_registry(
     problems, tells whether the file is another kind of file (a benchmark, a
     run): the problem it returns is then the file's only one.
 
+    ``on_shards``, with ``digest_ranges``, is given the shards of the plan as
+    they close while the file is read (with their digests, in plan order; a
+    prefix of the plan, the rest come with the registry), as long as no
+    line has a problem: their re-hash can start before the check ends, whose
+    verdict still decides (an error raised here means no result stands).
+
     Memory: one chunk's lines, the sorters' contents, the plan, the
     artifacts kept and the problems found. Raises ValueError for a
     non-positive ``shard_bytes`` or negative ``file_cost_bytes``; whatever
     ``open_chunks`` or its chunks raise.
     """
     first = _FirstPass(name, RehashPlanner(shard_bytes, file_cost_bytes), keep, digest_ranges, other_kind)
-    for block in blocks(open_chunks()):
-        first.take(block)
+    first.on_shards = on_shards
+    for block, lines in blocks(open_chunks()):
+        first.take(block, lines)
     if not first.header_number:
         raise InputError([empty_registry_problem(name)])
     root = first.hasher.hexdigest() if first.ids_ascending else None
@@ -245,46 +259,6 @@ def _ascending(values: Sequence[bytes], previous: bytes | None) -> bool:
     return all(map(operator.lt, values, islice(values, 1, None)))
 
 
-class _RangeDigests:
-    """BLAKE3 of each shard's byte range, taken from the file's blocks as they
-    come: the bytes from the first shard's start are hashed in order, and the
-    hash is cut at each shard's end."""
-
-    def __init__(self) -> None:
-        self.position = -1  # the next byte to hash; -1 until the header is read
-        self.hasher = blake3.blake3()
-        self.at_planned_end: Any = None  # the hash as it stood just past the last artifact line
-        self.digests: list[str] = []
-
-    def start(self, at: int) -> None:
-        """The first shard starts at byte ``at``."""
-        self.position = at
-
-    def feed(self, block: Block, closing_ends: Sequence[int], planned_end: int) -> None:
-        """Hash ``block``: ``closing_ends`` are the ends of the shards closed in
-        it, ``planned_end`` the end of the last artifact line planned so far."""
-        if self.position < 0:
-            return
-        view, base = memoryview(block.data), block.offset
-        for end in closing_ends:
-            self.hasher.update(view[self.position - base : end - base])
-            self.digests.append(str(self.hasher.hexdigest()))
-            self.hasher, self.position = blake3.blake3(), end
-        if planned_end >= self.position:
-            self.hasher.update(view[self.position - base : planned_end - base])
-            self.position = planned_end
-            self.at_planned_end = self.hasher.copy()
-        self.hasher.update(view[self.position - base :])
-        self.position = base + len(block.data)
-
-    def finish(self, shards: int) -> list[str]:
-        """One digest per shard of a plan of ``shards``: the last one, closed
-        when the file ended, covers the bytes up to its last artifact line."""
-        if len(self.digests) < shards and self.at_planned_end is not None:
-            self.digests.append(str(self.at_planned_end.hexdigest()))
-        return self.digests
-
-
 class _FirstPass:
     """The state of the first pass of :func:`scan_registry` over the blocks."""
 
@@ -297,7 +271,7 @@ class _FirstPass:
         other_kind: Callable[[bytes], Problem | None] | None,
     ) -> None:
         self.other_kind = other_kind
-        self.ranges = _RangeDigests() if digest_ranges else None
+        self.ranges = RangeDigests() if digest_ranges else None
         self.name = name
         self.keep = keep
         self.kept: list[Artifact] = []
@@ -314,10 +288,11 @@ class _FirstPass:
         self.last_id: bytes | None = None
         self.last_path: bytes | None = None
         self.hasher = RootHasher()
+        self.on_shards: Callable[[Sequence[RehashShard]], object] | None = None
+        self.emitted = 0  # shards given to on_shards so far
 
-    def take(self, block: Block) -> None:
-        """Check the block's lines and account for its artifacts."""
-        lines = lines_of(block)
+    def take(self, block: Block, lines: list[bytes]) -> None:
+        """Check the block's ``lines`` and account for its artifacts."""
         first = 0
         if not self.header_number:
             while first < len(lines) and not lines[first].strip():
@@ -336,6 +311,8 @@ class _FirstPass:
                 block.offset + sum(len(line) + 1 for line in lines[:first]), block.offset + len(block.data)
             )
             self.planner.start_at(header_end)
+            if self.header is not None:
+                self.planner.expect(self.header.artifact_count)  # the last shards shrink
             if self.ranges is not None:
                 self.ranges.start(header_end)
         artifacts, numbers, ends = decode_block(block, lines, first, self.name, self.problems)
@@ -345,16 +322,25 @@ class _FirstPass:
         self._account(artifacts, ends)
         if self.ranges is not None:
             ends_closed = [shard.byte_end for shard in self.planner.closed[closed:]]
-            self.ranges.feed(block, ends_closed, self.planner.planned_end)
+            self.ranges.feed(block.data, block.offset, ends_closed, self.planner.planned_end)
+            if self.on_shards is not None and not self.problems and len(self.ranges.digests) > self.emitted:
+                digests = self.ranges.digests
+                self.on_shards(
+                    [
+                        msgspec.structs.replace(shard, digest=digests[shard.index])
+                        for shard in self.planner.closed[self.emitted : len(digests)]
+                    ]
+                )
+                self.emitted = len(digests)
 
     def _account(self, artifacts: list[Artifact], ends: Sequence[int]) -> None:
         if not artifacts:
             return
         self.count += len(artifacts)
         if self.keep is None:
-            self.kept += artifacts
+            self.kept += plain_artifacts(artifacts)
         elif self.keep:
-            self.kept += [a for a in artifacts if a.artifact_id in self.keep]
+            self.kept += plain_artifacts([a for a in artifacts if a.artifact_id in self.keep])
         ids = [a.artifact_id for a in artifacts]
         paths = [a.path for a in artifacts]
         if self.paths_are_ids and ids != paths:

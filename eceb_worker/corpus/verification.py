@@ -10,13 +10,14 @@ whatever the shard size or the order the shards finished in.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final, Literal, Protocol
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import CHECK_READS, HashedBytes
 from eceb_worker.corpus.artifacts import VERIFICATION_SCHEMA
+from eceb_worker.corpus.storage import CorpusStorage
 from eceb_worker.errors import (
     ArtifactMissing,
     ArtifactOutsideCorpus,
@@ -26,6 +27,7 @@ from eceb_worker.errors import (
 )
 
 __all__ = [
+    "ComparingStorage",
     "ExpectedArtifact",
     "Finding",
     "FindingStatus",
@@ -40,6 +42,7 @@ __all__ = [
     "reduce_verification",
     "shard_verification",
     "verification_failed",
+    "verify_shard",
 ]
 
 FindingStatus = Literal["missing", "stale", "unreadable", "outside_corpus"]
@@ -283,6 +286,42 @@ def shard_verification(
             findings.append(finding)
     return ShardVerification(
         start=start, end=start + len(artifacts), checked=len(artifacts), bytes_hashed=hashed, findings=tuple(findings)
+    )
+
+
+@runtime_checkable
+class ComparingStorage(Protocol):
+    """A storage that compares what it reads with the registry as it reads
+    (cheaper than returning every digest, as a local directory does)."""
+
+    def check_artifacts(self, artifacts: Sequence[Registered]) -> tuple[int, list[tuple[int, HashResult]]]:
+        """Re-hash ``artifacts``: the bytes hashed of those whose digest is
+        the registered one, and ``(position, result)`` of every other one in
+        their order, ``result`` what ``hash_artifacts`` gives for its path.
+        Raises ``StorageError`` when the storage as a whole fails."""
+        ...
+
+
+def verify_shard(artifacts: Sequence[Registered], storage: CorpusStorage, *, start: int = 0) -> ShardVerification:
+    """Re-hash one shard, ``artifacts`` being registry entries
+    ``start..start+len`` (ECEB-0.1 §5): :func:`shard_verification` of what
+    ``storage`` finds, each digest that differs read again
+    (:func:`confirm_mismatches`). The same result whether or not ``storage``
+    compares as it reads (:class:`ComparingStorage`). Raises
+    ``StorageError`` when the storage as a whole fails."""
+    if not isinstance(storage, ComparingStorage):
+        results = confirm_mismatches(
+            artifacts, storage.hash_artifacts([a.path for a in artifacts]), storage.hash_artifacts
+        )
+        return shard_verification(artifacts, results, start=start)
+    hashed, odd = storage.check_artifacts(artifacts)
+    others = [artifacts[index] for index, _ in odd]
+    rest = shard_verification(
+        others, confirm_mismatches(others, [result for _, result in odd], storage.hash_artifacts) if odd else []
+    )
+    count = len(artifacts)
+    return ShardVerification(
+        start=start, end=start + count, checked=count, bytes_hashed=hashed + rest.bytes_hashed, findings=rest.findings
     )
 
 

@@ -7,8 +7,13 @@ from its standard input, one at a time, answering each on its standard
 output before reading the next, with the same
 :class:`~eceb_worker.pipeline.shards.Workspace` a Celery worker runs them
 with. Messages are MessagePack (msgspec, never pickle), each preceded by its
-length in bytes (4 bytes, big-endian): a re-hash shard travels as its
-artifacts' records, and its answer holds only counts and findings.
+length in bytes (8 bytes, big-endian): a re-hash shard travels as its
+artifacts' records, and its answer holds only counts and findings; an
+evaluation shard travels detached
+(:class:`~eceb_worker.pipeline.detached.DetachedEvaluation`: its tasks and
+their records), its answer the tasks' outcomes. A request's first byte
+says which of the two it is, so that a helper that only re-hashes never
+imports the evaluation.
 
 This costs far less than ``multiprocessing`` with ``spawn`` (measured: about
 50 ms instead of 110 ms from start to first answer): no resource tracker
@@ -27,15 +32,19 @@ from typing import IO, TYPE_CHECKING, Final
 import msgspec
 
 from eceb_worker.errors import StorageError
-from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
+from eceb_worker.pipeline.messages import EvaluateTask, HashTask, RehashTask, ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
 
 if TYPE_CHECKING:
     import subprocess
 
+    from eceb_worker.pipeline.detached import DetachedEvaluation
+
 __all__ = ["HelperProcess", "serve"]
 
-_LENGTH_BYTES: Final = 4
+_LENGTH_BYTES: Final = 8
+_SHARD_TASK: Final = b"T"
+_DETACHED: Final = b"D"
 _HELPER_CODE: Final = "from eceb_worker.executors.helpers import serve; serve()"
 _EXIT_SECONDS: Final = 10.0
 """How long a helper whose input was closed gets to exit before it is killed."""
@@ -61,8 +70,9 @@ _REQUEST_DECODER: Final = msgspec.msgpack.Decoder(ShardTask)
 _REPLY_DECODER: Final = msgspec.msgpack.Decoder(Reply)
 
 
-def _write_frame(stream: IO[bytes], payload: bytes) -> None:
-    stream.write(len(payload).to_bytes(_LENGTH_BYTES, "big"))
+def _write_frame(stream: IO[bytes], payload: bytes, kind: bytes = b"") -> None:
+    """Write one frame: its length, then ``kind`` (a request's first byte) and ``payload``."""
+    stream.write((len(kind) + len(payload)).to_bytes(_LENGTH_BYTES, "big") + kind)
     stream.write(payload)
     stream.flush()
 
@@ -92,8 +102,9 @@ def serve() -> None:
     """A helper's main loop: answer requests from standard input until it closes.
 
     Ignores SIGINT: the parent (same process group) decides when a helper
-    stops, by closing its input or killing it. Exits at once, with status 1,
-    when the parent goes away mid-request.
+    stops, by closing its input or killing it. Exits at once when its input
+    closes (status 0), and with status 1 when the parent goes away
+    mid-request.
     """
     import signal
     import traceback
@@ -103,11 +114,19 @@ def serve() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray output goes to stderr, never into an answer
     workspace = Workspace()
+    detached: msgspec.msgpack.Decoder[DetachedEvaluation] | None = None
     try:
         while (frame := _read_frame(requests)) is not None:
             answer: Reply
             try:
-                answer = workspace.run(_REQUEST_DECODER.decode(frame))
+                if frame[:1] == _DETACHED:
+                    if detached is None:
+                        from eceb_worker.pipeline.detached import DetachedEvaluation
+
+                        detached = msgspec.msgpack.Decoder(DetachedEvaluation)
+                    answer = workspace.run_detached(detached.decode(memoryview(frame)[1:]))
+                else:
+                    answer = workspace.run(_REQUEST_DECODER.decode(memoryview(frame)[1:]))
             except StorageError as exc:
                 answer = Failed(storage=True, message=str(exc))
             except Exception:  # reported to the parent, which raises it
@@ -115,6 +134,30 @@ def serve() -> None:
             _write_frame(answers, _ENCODER.encode(answer))
     except (BrokenPipeError, EOFError):  # the parent went away: nobody to answer
         os._exit(1)
+    # Every answer is written (each frame is flushed) and a helper leaves
+    # nothing to clean up: exit now, not after tearing the interpreter down
+    # (some 20 ms, which the parent would wait for).
+    sys.stderr.flush()
+    os._exit(0)
+
+
+_PIPE_BYTES: Final = 1024 * 1024
+"""The capacity asked for each pipe to a helper (Linux's default limit for
+an unprivileged process; the default is 64 KiB). An evaluation shard's
+request and answer are megabytes: each system call that moves 64 KiB of
+them would wait for the GIL again, up to a switch interval, while this
+process's own shard holds it."""
+
+
+def _widen(pipe: IO[bytes] | None) -> None:
+    """Ask for a :data:`_PIPE_BYTES` pipe where the system allows it (Linux); else keep its size."""
+    import fcntl
+
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if pipe is None or set_size is None:
+        return
+    with contextlib.suppress(OSError):  # a lower limit: the pipe keeps its size
+        fcntl.fcntl(pipe.fileno(), set_size, _PIPE_BYTES)
 
 
 class HelperProcess:
@@ -136,18 +179,31 @@ class HelperProcess:
         self._process: subprocess.Popen[bytes] = subprocess.Popen(
             [sys.executable, "-P", "-c", _HELPER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
+        for pipe in (self._process.stdin, self._process.stdout):
+            _widen(pipe)
 
-    def call(self, request: ShardTask) -> ShardAnswer:
-        """Send ``request`` and wait for its answer.
+    def send(self, request: ShardTask | DetachedEvaluation) -> None:
+        """Send ``request`` (a shard task, or a detached evaluation shard);
+        :meth:`answer` waits for its answer. Raises ``RuntimeError`` when the
+        helper is gone."""
+        process = self._process
+        assert process.stdin is not None
+        kind = _SHARD_TASK if isinstance(request, (RehashTask, EvaluateTask, HashTask)) else _DETACHED
+        payload = _ENCODER.encode(request)
+        try:
+            _write_frame(process.stdin, payload, kind)
+        except OSError as exc:
+            raise RuntimeError(f"helper process {process.pid} failed: {exc}") from exc
+
+    def answer(self) -> ShardAnswer:
+        """Wait for the answer to the request sent last.
 
         Raises ``StorageError`` when the storage failed as a whole,
         ``RuntimeError`` when the helper failed otherwise or exited.
         """
         process = self._process
-        assert process.stdin is not None
         assert process.stdout is not None
         try:
-            _write_frame(process.stdin, _ENCODER.encode(request))
             frame = _read_frame(process.stdout)
         except (OSError, EOFError) as exc:
             raise RuntimeError(f"helper process {process.pid} failed: {exc}") from exc
@@ -159,6 +215,11 @@ class HelperProcess:
                 raise StorageError(answer.message)
             raise RuntimeError(f"helper process {process.pid} failed:\n{answer.message}")
         return answer
+
+    def call(self, request: ShardTask | DetachedEvaluation) -> ShardAnswer:
+        """:meth:`send` ``request`` and wait for its :meth:`answer`."""
+        self.send(request)
+        return self.answer()
 
     def close(self, *, kill: bool = False) -> None:
         """Let the helper exit (close its input), or kill it; then reap it."""

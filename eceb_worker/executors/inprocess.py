@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from eceb_worker.executors.helpers import HelperProcess
 from eceb_worker.pipeline.jobs import AnswerCallback, MapStage, ThisProcess
 from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
+
+if TYPE_CHECKING:
+    from eceb_worker.pipeline.detached import DetachedEvaluation
 
 __all__ = ["HELPER_MIN_WORK_BYTES", "InProcessExecutor"]
 
@@ -70,7 +73,9 @@ class InProcessExecutor:
 
         This thread runs tasks taken from the end with ``workspace``; each of
         ``helpers`` helper processes answers tasks taken from the start, fed
-        by a thread of its own. ``on_answer`` runs in this thread.
+        by a thread of its own, each task as ``workspace`` detaches it
+        (an evaluation shard of a held job travels with its records).
+        ``on_answer`` runs in this thread.
         """
         results: list[ShardAnswer | None] = [None] * len(tasks)
 
@@ -86,14 +91,24 @@ class InProcessExecutor:
         finished: queue.SimpleQueue[tuple[int, ShardAnswer] | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
-        def feed(helper: HelperProcess) -> None:
+        def claim(*, lend: bool = False) -> tuple[int, ShardTask | DetachedEvaluation] | None:
+            """The next task from the start, as the helper receives it; None when none is left."""
             try:
-                while not stop.is_set():
-                    try:
-                        index = waiting.popleft()
-                    except IndexError:
-                        break
-                    finished.put((index, helper.call(tasks[index])))
+                index = waiting.popleft()
+            except IndexError:
+                return None
+            return index, workspace.detach(tasks[index], lend=lend)
+
+        def feed(helper: HelperProcess) -> None:
+            # The helper's first shard lends what the job's later shards share.
+            # The next request is made while the helper answers the one before.
+            try:
+                claimed = None if stop.is_set() else claim(lend=True)
+                while claimed is not None:
+                    index, request = claimed
+                    helper.send(request)
+                    claimed = None if stop.is_set() else claim()
+                    finished.put((index, helper.answer()))
                 helper.close()
             except BaseException as exc:  # handed to the caller's thread, which raises it
                 finished.put(exc)

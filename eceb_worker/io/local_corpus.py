@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import mmap
 import os
 import stat
 import sys
-import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import blake3
 
@@ -25,15 +21,12 @@ from eceb_worker.errors import (
     ArtifactUnreadable,
     StorageError,
 )
+from eceb_worker.io.file_hashes import LARGE_FILE_BYTES, READ_CHUNK_BYTES, hash_again, hash_open_file
 
-__all__ = ["LARGE_FILE_BYTES", "LocalStorage"]
+if TYPE_CHECKING:
+    from eceb_worker.corpus.verification import HashResult, Registered
 
-LARGE_FILE_BYTES: Final = 1024 * 1024
-"""From this size on (bytes), a file is read in chunks and hashed on all cores
-(BLAKE3's own threading pays only above about 1 MiB)."""
-
-READ_CHUNK_BYTES: Final = 8 * 1024 * 1024
-"""Read size for large files: big enough for BLAKE3's threads, small enough for the caches."""
+__all__ = ["LARGE_FILE_BYTES", "READ_CHUNK_BYTES", "LocalStorage"]
 
 _FILE_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 """Flags to open a file to hash. O_NONBLOCK: opening a FIFO must not wait for a writer."""
@@ -113,7 +106,7 @@ class LocalStorage:
         try:
             if not self._inside(fd, full):
                 raise ArtifactOutsideCorpus(path, "a symbolic link leads outside the corpus directory")
-            return _hash_open_file(fd, path)
+            return hash_open_file(fd, path)
         finally:
             os.close(fd)
 
@@ -139,11 +132,7 @@ class LocalStorage:
         try:
             for path in paths:
                 directory, _, name = path.rpartition("/")
-                dir_fd = directories.get(directory)
-                if dir_fd is None:
-                    dir_fd = directories[directory] = self._open_directory(directory)
-                    if len(directories) > _OPEN_DIRECTORIES:
-                        _close_directory(directories.pop(next(iter(directories))))
+                dir_fd = self._directory(directories, directory)
                 if dir_fd < 0:
                     results.append(self._hash_or_error(path))
                     continue
@@ -153,7 +142,7 @@ class LocalStorage:
                     results.append(self._hash_or_error(path))
                     continue
                 try:
-                    results.append(_hash_open_file(fd, path))
+                    results.append(hash_open_file(fd, path))
                 except ArtifactReadError as exc:
                     results.append(exc)
                 finally:
@@ -163,11 +152,84 @@ class LocalStorage:
                 _close_directory(dir_fd)
         return results
 
+    def check_artifacts(self, artifacts: Sequence[Registered]) -> tuple[int, list[tuple[int, HashResult]]]:
+        """Re-hash registered artifacts, comparing as it reads (see
+        :class:`~eceb_worker.corpus.verification.ComparingStorage`): returns
+        the bytes hashed of those whose digest matches, and ``(position,
+        result)`` for every other one, its result what :meth:`hash_artifacts`
+        would give (same class, same detail).
+
+        The loop :meth:`hash_artifacts` runs, leaner for a registered size
+        under ``LARGE_FILE_BYTES``: the file opened as there, then one
+        ``pread`` of the registered size plus one byte, no ``fstat``. Getting
+        exactly the registered size (more than none) with the registered
+        digest is a match: a regular file read to its end (a FIFO, a socket
+        or a terminal refuses ``pread``, a directory cannot be read, and a
+        device gives none or more than asked). Anything else is read again
+        from the start on the same open file as :meth:`hash_artifacts` reads
+        it, which decides and words the result.
+        """
+        if not self._batch_opens:
+            return _compared(artifacts, self.hash_artifacts([a.path for a in artifacts]))
+        hashed = 0
+        odd: list[tuple[int, HashResult]] = []
+        directories: dict[str, int] = {}  # relative directory -> open fd, or -1 to take the one-path route
+        last: str | None = None
+        dir_fd = -1
+        open_file, pread, close, blake = os.open, os.pread, os.close, blake3.blake3  # the loop's names, bound once
+        flags, large = _BATCH_FILE_FLAGS, LARGE_FILE_BYTES
+        try:
+            expected = _digest_bytes(artifacts)
+            for index, artifact in enumerate(artifacts):
+                directory, _, name = artifact.path.rpartition("/")
+                if directory != last:
+                    last, dir_fd = directory, self._directory(directories, directory)
+                try:
+                    fd = open_file(name, flags, dir_fd=dir_fd) if dir_fd >= 0 else -1
+                except OSError:
+                    fd = -1
+                result: HashResult
+                if fd < 0:
+                    result = self._hash_or_error(artifact.path)
+                else:
+                    try:
+                        size = artifact.size_bytes
+                        if 0 < size < large:
+                            try:
+                                data = pread(fd, size + 1, 0)
+                            except OSError:
+                                data = b""
+                            at = 32 * index
+                            if len(data) == size and blake(data).digest() == expected[at : at + 32]:
+                                hashed += size
+                                continue
+                        result = hash_again(fd, artifact.path)
+                    finally:
+                        close(fd)
+                if type(result) is tuple and result[1] == artifact.source_digest:
+                    hashed += result[0]
+                else:
+                    odd.append((index, result))
+        finally:
+            for fd in directories.values():
+                _close_directory(fd)
+        return hashed, odd
+
     def _hash_or_error(self, path: str) -> HashedBytes | ArtifactReadError:
         try:
             return self.hash_artifact(path)
         except ArtifactReadError as exc:
             return exc
+
+    def _directory(self, directories: dict[str, int], directory: str) -> int:
+        """:meth:`_open_directory`, once per batch (``directories``: those
+        open, the first opened closed first past ``_OPEN_DIRECTORIES``)."""
+        found = directories.get(directory)
+        if found is None:
+            found = directories[directory] = self._open_directory(directory)
+            if len(directories) > _OPEN_DIRECTORIES:
+                _close_directory(directories.pop(next(iter(directories))))
+        return found
 
     def _open_directory(self, directory: str) -> int:
         """An fd on ``root/directory`` if it resolves inside the corpus, else -1."""
@@ -215,95 +277,32 @@ class LocalStorage:
                     yield ListedEntry(path=prefix + name, size_bytes=-1, refusal="not a regular file")
 
 
-def _hash_open_file(fd: int, path: str) -> HashedBytes:
-    """BLAKE3-256 of the regular file open on ``fd``: ``(size_bytes, hex digest)``.
-
-    A file of ``LARGE_FILE_BYTES`` or more is read in chunks of
-    ``READ_CHUNK_BYTES`` and hashed on all cores, each chunk hashed while the
-    next is read (:func:`_hash_large_file`). A smaller one is read with a single ``read`` of its
-    size plus one byte (getting exactly its size back means end of file),
-    falling back to a read loop when the file changed size since ``fstat``.
-    Raises ``ArtifactUnreadable`` (not a regular file, I/O error).
-    """
+def _digest_bytes(artifacts: Sequence[Registered]) -> bytes:
+    """The registered digests, 32 bytes each, in order; ``b""`` unless every
+    one is 64 lowercase hexadecimal digits (then no digest matches as bytes,
+    and each file goes the way that compares its digest as text)."""
+    text = "".join([a.source_digest for a in artifacts])
+    if len(text) != 64 * len(artifacts) or not text.isascii() or text != text.lower():
+        return b""
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ArtifactUnreadable(path, "not a regular file")
-        size = info.st_size
-        if size >= LARGE_FILE_BYTES:
-            return _hash_large_file(fd)
-        data = os.read(fd, size + 1)
-        if len(data) == size:
-            return size, blake3.blake3(data).hexdigest()
-        hasher = blake3.blake3(data)
-        total = len(data)
-        while chunk := os.read(fd, max(size - total + 1, 65536)):
-            hasher.update(chunk)
-            total += len(chunk)
-        return total, hasher.hexdigest()
-    except OSError as exc:
-        raise ArtifactUnreadable(path, exc.strerror or str(exc)) from None
+        digests = bytes.fromhex(text)
+    except ValueError:
+        return b""
+    return digests if len(digests) == 32 * len(artifacts) else b""  # white space skipped: not digits only
 
 
-class _ReadAhead(threading.local):
-    """A thread's read-ahead: two page-aligned buffers of
-    ``READ_CHUNK_BYTES`` (anonymous memory maps; a read into a buffer off a
-    page boundary is several times slower) and one reader thread, made on
-    first use. A forked child makes its own (threads do not survive a fork)."""
-
-    def __init__(self) -> None:
-        self.buffers: tuple[memoryview, memoryview] | None = None
-        self.reader: ThreadPoolExecutor | None = None
-
-    def ready(self) -> tuple[tuple[memoryview, memoryview], ThreadPoolExecutor]:
-        if self.buffers is None or self.reader is None:
-            self.buffers = (memoryview(mmap.mmap(-1, READ_CHUNK_BYTES)), memoryview(mmap.mmap(-1, READ_CHUNK_BYTES)))
-            self.reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eceb-read-ahead")
-        return self.buffers, self.reader
-
-
-_READ_AHEAD = _ReadAhead()
-
-
-def _forget_read_ahead() -> None:
-    global _READ_AHEAD  # noqa: PLW0603 - a forked child starts without the parent's threads
-    _READ_AHEAD = _ReadAhead()
-
-
-os.register_at_fork(after_in_child=_forget_read_ahead)
-
-
-def _hash_large_file(fd: int) -> HashedBytes:
-    """BLAKE3-256 of the file open on ``fd``, from its current offset to its
-    end: ``(bytes read, hex digest)``.
-
-    Chunk *i* is hashed (BLAKE3 on all cores, the GIL released) while the
-    reader thread reads chunk *i + 1* into the other buffer, so reading and
-    hashing overlap. The file is read, never memory-mapped: one truncated
-    meanwhile reads short (a size that no longer matches, so ``stale``),
-    never SIGBUS. No read is left running when this returns or raises (the
-    caller closes ``fd``). Raises ``OSError`` from a read.
-    """
-    buffers, reader = _READ_AHEAD.ready()
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-    total = 0
-    current = 0
-    pending: Future[int] | None = reader.submit(os.readv, fd, [buffers[0]])
-    try:
-        while pending is not None:
-            count = pending.result()
-            pending = None
-            if not count:
-                break
-            pending = reader.submit(os.readv, fd, [buffers[1 - current]])
-            hasher.update(buffers[current][:count])
-            total += count
-            current = 1 - current
-    finally:
-        if pending is not None:
-            with contextlib.suppress(OSError):
-                pending.result()
-    return total, hasher.hexdigest()
+def _compared(
+    artifacts: Sequence[Registered], results: Sequence[HashResult]
+) -> tuple[int, list[tuple[int, HashResult]]]:
+    """``results`` (one per artifact) as :meth:`LocalStorage.check_artifacts` returns them."""
+    hashed = 0
+    odd: list[tuple[int, HashResult]] = []
+    for index, (artifact, result) in enumerate(zip(artifacts, results, strict=True)):
+        if type(result) is tuple and result[1] == artifact.source_digest:
+            hashed += result[0]
+        else:
+            odd.append((index, result))
+    return hashed, odd
 
 
 def _close_directory(fd: int) -> None:

@@ -14,7 +14,7 @@ grow with the registry).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Final
 
@@ -24,8 +24,8 @@ from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.lenient import decode_lenient
 from eceb_worker.core.paths import path_problems
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.corpus.lines import registry_artifacts
-from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
+from eceb_worker.corpus.checked_lines import registry_artifacts
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashShard
 from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
 from eceb_worker.corpus.sorting import MemorySorter, Sorter
 from eceb_worker.documents import HEAD_BYTES, wrong_kind
@@ -87,10 +87,13 @@ def load_registry(
     keep: AbstractSet[str] | None = KEEP_ALL,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     file_cost_bytes: int = DEFAULT_FILE_COST_BYTES,
+    on_shards: Callable[[Sequence[RehashShard]], object] | None = None,
 ) -> Registry:
     """Read and check a registry (ECEB-0.1 §5) as a stream, keeping the
     artifacts ``keep`` names (by default all) and its re-hash plan
-    (``shard_bytes``, ``file_cost_bytes``). Kept whole, its sorts (a
+    (``shard_bytes``, ``file_cost_bytes``; the first shards given to
+    ``on_shards`` as they close, when not kept whole: see
+    :func:`~eceb_worker.corpus.registry.scan_registry`). Kept whole, its sorts (a
     registry not in corpus-root order) stay in memory; otherwise they spill
     to temporary files and the plan's ranges carry their digests, so that
     memory does not grow with the registry. Raises :class:`InputError` with
@@ -112,6 +115,7 @@ def load_registry(
         new_sorter=new_sorter,
         digest_ranges=not held,
         other_kind=lambda head: wrong_kind(location.name, head, "registry"),
+        on_shards=None if held else on_shards,
     )
 
 

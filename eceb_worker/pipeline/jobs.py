@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 import msgspec
 
 from eceb_worker import __version__
 from eceb_worker.core.urls import parse_s3_url
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, plan_rehash
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashShard, plan_rehash
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import (
@@ -38,7 +38,12 @@ from eceb_worker.corpus.verification import (
     verification_failed,
 )
 from eceb_worker.errors import OutputError, ShardFailedError
-from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, EvaluationShard, plan_evaluation
+from eceb_worker.families.eceb.planning import (
+    DEFAULT_SHARD_OBSERVATIONS,
+    IN_PROCESS_SHARD_OBSERVATIONS,
+    EvaluationShard,
+    plan_evaluation,
+)
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import reduce_evaluation
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
@@ -59,7 +64,13 @@ from eceb_worker.pipeline.messages import (
 )
 from eceb_worker.pipeline.shards import Held, Prepared, Workspace
 
+OBSERVATION_COST_BYTES: Final = 32 * 1024
+"""What evaluating one observation costs on one core (decoding, checking,
+gating and digesting it: some 7 us), in the byte-equivalents of
+:attr:`MapStage.single_core_bytes`: as long as hashing 32 KiB takes."""
+
 __all__ = [
+    "OBSERVATION_COST_BYTES",
     "Executor",
     "Finished",
     "Job",
@@ -68,6 +79,7 @@ __all__ = [
     "evaluate",
     "run_job",
     "verify_corpus",
+    "verify_message",
 ]
 
 
@@ -79,8 +91,10 @@ class MapStage(msgspec.Struct, frozen=True, kw_only=True):
         tasks: the shard tasks, in plan order (a task's index is its position).
         single_core_bytes: the work, in byte-equivalents on one core, that
             helper processes would share (files too small for BLAKE3's own
-            threads); ``None`` when every task gains from a process of its
-            own (reads from object storage wait on the network).
+            threads; observations to evaluate, at
+            :data:`OBSERVATION_COST_BYTES` each); ``None`` when every task
+            gains from a process of its own (reads from object storage wait
+            on the network).
     """
 
     stage: Stage
@@ -123,11 +137,13 @@ class Job:
         self.workspace = workspace or Workspace(held)
         self.verification: VerificationReport | None = None
 
-    def start(self) -> MapStage:
+    def start(self, on_shards: Callable[[Sequence[RehashShard]], object] | None = None) -> MapStage:
         """Check the job's inputs and plan the re-hash (ECEB-0.1 §5).
 
         Updates :attr:`message` with the registry checked and the versions
-        of the inputs read. Raises :class:`~eceb_worker.errors.InputError`
+        of the inputs read; ``on_shards`` gets the first shards of a
+        verification job's registry as they close (:func:`~eceb_worker.pipeline.inputs.load_registry`).
+        Raises :class:`~eceb_worker.errors.InputError`
         with every problem of the inputs, ``StorageError`` when they cannot
         be read at all, :class:`~eceb_worker.errors.OutputError` when the
         job's ``out`` is one of its inputs.
@@ -139,7 +155,7 @@ class Job:
             shards = tuple(plan_rehash(sizes, shard_bytes=self.message.shard_bytes))
             location = self.message.inputs.registry
         else:
-            registry, location = self._scan()
+            registry, location = self._scan(on_shards)
             shards = registry.shards
         message = self.message
         checked = CheckedRegistry(
@@ -163,7 +179,7 @@ class Job:
         ]
         return MapStage(stage=Stage.REHASH, tasks=tasks, single_core_bytes=self._single_core_bytes())
 
-    def _scan(self) -> tuple[Registry, str]:
+    def _scan(self, on_shards: Callable[[Sequence[RehashShard]], object] | None = None) -> tuple[Registry, str]:
         """Read and check the inputs, keeping no registry artifact beyond
         those the benchmark names; record the versions read."""
         message = self.message
@@ -172,7 +188,7 @@ class Job:
         prepared = None
         if message.kind is JobKind.VERIFY:
             location = locator.locate(inputs.registry)
-            registry = load_registry(location, keep=frozenset(), shard_bytes=message.shard_bytes)
+            registry = load_registry(location, keep=frozenset(), shard_bytes=message.shard_bytes, on_shards=on_shards)
             place = location.name
         else:
             checked = check_inputs(
@@ -243,12 +259,13 @@ class Job:
             return Finished(verification=verification)
         if not verification.ok:
             raise verification_failed(verification)
-        prepared = self.workspace.prepared(self.message.inputs)
+        plan = self._evaluation_plan(self.workspace.prepared(self.message.inputs))
         tasks: list[ShardTask] = [
             EvaluateTask(inputs=self.message.inputs, registry=registry, shard=shard, job_id=self.message.job_id)
-            for shard in self._evaluation_plan(prepared)
+            for shard in plan
         ]
-        return MapStage(stage=Stage.EVALUATE, tasks=tasks, single_core_bytes=0)
+        work = sum(max(shard.observations, 1) for shard in plan)
+        return MapStage(stage=Stage.EVALUATE, tasks=tasks, single_core_bytes=work * OBSERVATION_COST_BYTES)
 
     def _evaluation_plan(self, prepared: Prepared) -> list[EvaluationShard]:
         counts = [len(prepared.run.observations.get(task_id, ())) for task_id in prepared.task_ids]
@@ -314,6 +331,14 @@ class ThisProcess:
         return answers
 
 
+def verify_message(registry: str, corpus: StorageSpec, shard_bytes: int) -> JobMessage:
+    """The message of a job verifying ``corpus`` against the registry at ``registry`` (ECEB-0.1 §5)."""
+    inputs, observations = JobInputs(registry=registry), DEFAULT_SHARD_OBSERVATIONS  # a verification evaluates none
+    return JobMessage(
+        kind=JobKind.VERIFY, inputs=inputs, corpus=corpus, shard_bytes=shard_bytes, shard_observations=observations
+    )
+
+
 def verify_corpus(
     registry: Registry,
     corpus: StorageSpec,
@@ -329,13 +354,7 @@ def verify_corpus(
     Returns the report (``report.ok`` tells whether the corpus verified).
     Raises ``StorageError`` when the storage as a whole fails.
     """
-    message = JobMessage(
-        kind=JobKind.VERIFY,
-        inputs=JobInputs(registry=registry_location),
-        corpus=corpus,
-        shard_bytes=shard_bytes,
-        shard_observations=DEFAULT_SHARD_OBSERVATIONS,
-    )
+    message = verify_message(registry_location, corpus, shard_bytes)
     finished = run_job(Job(message, held=Held(registry=registry)), executor or ThisProcess(), on_answer=on_answer)
     assert finished.verification is not None
     return finished.verification
@@ -347,7 +366,7 @@ def evaluate(
     *,
     executor: Executor | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
-    shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
+    shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
     on_answer: AnswerCallback | None = None,
 ) -> tuple[Report, VerificationReport]:
     """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from eceb_worker.corpus.lines import registry_range_artifacts
-from eceb_worker.corpus.verification import Registered, confirm_mismatches, hash_outcomes, shard_verification
+from eceb_worker.corpus.checked_lines import registry_range_artifacts
+from eceb_worker.corpus.verification import Registered, hash_outcomes, verify_shard
 from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.io.locations import Locator
 from eceb_worker.io.storage import shared_storage
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from eceb_worker.families.eceb.benchmark import Benchmark, Task
     from eceb_worker.families.eceb.run_index import IndexedRun
     from eceb_worker.io.objects import ObjectStore
+    from eceb_worker.pipeline.detached import DetachedEvaluation
 
 __all__ = ["Held", "Prepared", "Workspace"]
 
@@ -107,6 +108,7 @@ class Workspace:
         self._prepared: dict[JobInputs, Prepared] = {}
         self._referenced: dict[JobInputs, dict[str, Artifact]] = {}
         self._by_id: dict[str, Artifact] | None = None
+        self._lent: dict[str, Artifact] | None = None
 
     def locator(self, endpoint_url: str | None, etags: tuple[tuple[str, str], ...] = ()) -> Locator:
         """A locator of a job's inputs, pinned to the versions ``etags``
@@ -181,11 +183,8 @@ class Workspace:
                 .read_range(shard.byte_start, shard.byte_end)
             )
             artifacts = registry_range_artifacts(data, shard, name=registry.location)
-        storage = shared_storage(task.corpus)
-        results = confirm_mismatches(
-            artifacts, storage.hash_artifacts([a.path for a in artifacts]), storage.hash_artifacts
-        )
-        return RehashAnswer(index=shard.index, verification=shard_verification(artifacts, results, start=shard.start))
+        verification = verify_shard(artifacts, shared_storage(task.corpus), start=shard.start)
+        return RehashAnswer(index=shard.index, verification=verification)
 
     def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
         from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
@@ -195,6 +194,37 @@ class Workspace:
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
         outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts)
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
+
+    def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation:
+        """``task`` as another process can run it: an evaluation shard of
+        the job this process holds becomes a
+        :class:`~eceb_worker.pipeline.detached.DetachedEvaluation` (with the
+        registry's artifacts when ``lend``); any other task is returned as it is."""
+        held = self._held
+        if not isinstance(task, EvaluateTask) or held is None or held.prepared is None:
+            return task
+        from eceb_worker.pipeline.detached import detach_evaluation
+
+        prepared = held.prepared
+        return detach_evaluation(
+            task.shard,
+            task_ids=prepared.task_ids,
+            tasks=prepared.tasks,
+            run=prepared.run,
+            artifacts=list(held.registry.artifacts) if lend else None,
+        )
+
+    def run_detached(self, request: DetachedEvaluation) -> EvaluateAnswer:
+        """Evaluate a detached shard (:meth:`detach`), with the artifacts it
+        lends or those its predecessor lent. Raises ValueError when none
+        were lent."""
+        from eceb_worker.pipeline.detached import evaluate_detached
+
+        if request.artifacts is not None:
+            self._lent = {a.artifact_id: a for a in request.artifacts}
+        if self._lent is None:
+            raise ValueError(f"evaluation shard {request.index}: detached without the registry's artifacts")
+        return evaluate_detached(request, self._lent)
 
     @staticmethod
     def _hash(task: HashTask) -> HashAnswer:

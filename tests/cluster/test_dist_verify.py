@@ -85,16 +85,17 @@ def tamper(root: Path, *, links: bool) -> None:
 
 
 def shard_bytes_for(registry: Registry, count: int) -> int:
-    """The smallest shard size cutting the registry into ``count`` shards."""
+    """The smallest shard size cutting the registry into ``count`` shards, as a
+    job cuts them (the last ones shrinking: it knows the count)."""
     sizes = [a.size_bytes for a in registry.artifacts]
     low, high = 1, sum(sizes) + 10**9
     while low < high:
         middle = (low + high) // 2
-        if len(plan_rehash(sizes, shard_bytes=middle)) <= count:
+        if len(plan_rehash(sizes, shard_bytes=middle, taper=True)) <= count:
             high = middle
         else:
             low = middle + 1
-    assert len(plan_rehash(sizes, shard_bytes=low)) == count
+    assert len(plan_rehash(sizes, shard_bytes=low, taper=True)) == count
     return low
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from eceb_worker.corpus.rules import parse_rules
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.executors import InProcessExecutor, inprocess
-from eceb_worker.pipeline.jobs import verify_corpus
+from eceb_worker.errors import InputError
+from eceb_worker.executors import InProcessExecutor, helpers, inprocess
+from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.pipeline.inputs import check_inputs
+from eceb_worker.pipeline.jobs import evaluate, verify_corpus
 from eceb_worker.pipeline.register import register_corpus
 from tests.integration.test_verify_local import FILES, make_corpus
+from tests.support.paths import EXAMPLES, SHARED
 
 RULES = parse_rules(
     b'schema = "symgliph.eceb/rules-v0.1"\n[[rule]]\nglob = "**"\nkind = "runbook"\nclassification = "internal"\n',
@@ -74,3 +79,66 @@ def test_helpers_run_this_eceb_whatever_the_current_directory(tmp_path: Path, mo
     monkeypatch.chdir(decoy.parent)
     spec = StorageSpec(source=str(tmp_path / "corpus"))
     assert verify_corpus(registry, spec, executor=InProcessExecutor(2), shard_bytes=1).ok
+
+
+EXAMPLE_CORPORA = {
+    EXAMPLES / "enterprise-seed": EXAMPLES / "enterprise-seed" / "corpus",
+    EXAMPLES / "public-eng-mix": SHARED / "corpora" / "public-eng-mix" / "files",
+}
+
+
+def _report(example: Path, workers: int, shard_observations: int, run: Path | None = None) -> bytes:
+    inputs = check_inputs(example / "benchmark.json", run or example / "run.json")
+    spec = StorageSpec(source=str(EXAMPLE_CORPORA[example]))
+    executor = InProcessExecutor(workers)
+    report, _ = evaluate(inputs, spec, executor=executor, shard_observations=shard_observations)
+    return encode_report(report)
+
+
+@pytest.mark.usefixtures("always_help")
+@pytest.mark.parametrize("example", sorted(EXAMPLE_CORPORA), ids=lambda p: p.name)
+@pytest.mark.parametrize(("workers", "shard_observations"), [(2, 1), (3, 7), (2, 40)])
+def test_helpers_evaluate_like_one_process(
+    example: Path, workers: int, shard_observations: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evaluation shards detached to helper processes give the report's very bytes."""
+    alone = _report(example, 1, 10**9)
+    sent: list[str] = []
+    send = helpers.HelperProcess.send
+
+    def counting(self: helpers.HelperProcess, request: object) -> None:
+        sent.append(type(request).__name__)
+        send(self, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(helpers.HelperProcess, "send", counting)
+    assert _report(example, workers, shard_observations) == alone
+    assert "DetachedEvaluation" in sent
+
+
+@pytest.mark.usefixtures("always_help")
+def test_helpers_find_every_record_problem_like_one_process(tmp_path: Path) -> None:
+    """A run whose records have problems (found only while they are
+    evaluated) gives the same problems, in record order, whichever process
+    evaluated which task: a wrong type, a repeated key, an unknown task."""
+    example = EXAMPLES / "enterprise-seed"
+    text = (example / "run.json").read_text()
+    run = json.loads(text)
+    observations = run["observations"]
+    observations[3]["input_tokens"] = "many"
+    observations[40]["task_id"] = "no-such-task"
+    run_path = tmp_path / "run.json"
+    data = json.dumps(run, indent=1)
+    # A key given twice in the last observation: json.dumps cannot write it.
+    last = data.rindex('"task_id"')
+    data = data[:last] + '"answer": "again", ' + data[last:]
+    run_path.write_text(data)
+
+    def problems(workers: int, shard_observations: int) -> list[str]:
+        with pytest.raises(InputError) as caught:
+            _report(example, workers, shard_observations, run=run_path)
+        return [str(p) for p in caught.value.problems]
+
+    alone = problems(1, 10**9)
+    assert len(alone) >= 3
+    assert problems(2, 1) == alone
+    assert problems(3, 5) == alone

@@ -5,16 +5,21 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation
+from eceb_worker.families.eceb.planning import EvaluationShard, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.run_index import detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
+from eceb_worker.pipeline.detached import DetachedEvaluation, detach_evaluation, evaluate_detached
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
 from eceb_worker.pipeline.jobs import evaluate
+from eceb_worker.pipeline.shards import Prepared, Workspace
 from tests.support.paths import EXAMPLES, SHARED
 
 CORPORA = {
@@ -88,3 +93,48 @@ def test_plan_covers_every_task_once() -> None:
     assert [(s.start, s.end, s.observations) for s in shards] == [(0, 2, 5), (2, 4, 5), (4, 5, 12), (5, 6, 1)]
     with pytest.raises(ValueError, match="positive"):
         plan_evaluation([1], shard_observations=0)
+
+
+@pytest.mark.parametrize("shard_observations", [1, 9, 10**9])
+def test_a_detached_shard_evaluates_like_the_run_it_came_from(
+    example: tuple[Path, CheckedInputs], shard_observations: int
+) -> None:
+    """A shard detached for a helper process (its tasks and records, as
+    MessagePack) gives the outcomes the holder computes from the run."""
+    _, inputs = example
+    prepared = Prepared.of(inputs.benchmark, inputs.run)
+    artifacts = inputs.registry.by_id()
+    counts = [len(inputs.run.observations.get(t, ())) for t in prepared.task_ids]
+    decoder = msgspec.msgpack.Decoder(DetachedEvaluation)
+    for shard in plan_evaluation(counts, shard_observations=shard_observations):
+        ids = prepared.task_ids[shard.start : shard.end]
+        expected = evaluate_tasks_of_run(ids, inputs.run, prepared.tasks, artifacts)
+        detached = decoder.decode(msgspec.msgpack.encode(_detach(prepared, shard)))
+        assert evaluate_detached(detached, artifacts).outcomes == expected
+
+
+def test_a_part_whose_records_do_not_match_their_positions_is_refused(example: tuple[Path, CheckedInputs]) -> None:
+    _, inputs = example
+    task_id = sorted(inputs.run.observations)[0]
+    part = detach_tasks(inputs.run, [task_id])
+    positions, joined = part.observations[task_id]
+    broken = msgspec.structs.replace(part, observations={task_id: ([*positions, 10**6], joined)})
+    with pytest.raises(ValueError, match="positions"):
+        broken.indexed()
+
+
+def test_a_detached_shard_without_lent_artifacts_is_refused(example: tuple[Path, CheckedInputs]) -> None:
+    _, inputs = example
+    prepared = Prepared.of(inputs.benchmark, inputs.run)
+    shard = plan_evaluation([1] * len(prepared.task_ids))[0]
+    with pytest.raises(ValueError, match="without the registry's artifacts"):
+        Workspace().run_detached(_detach(prepared, shard))
+    lent = _detach(prepared, shard, list(inputs.registry.artifacts))
+    workspace = Workspace()
+    assert workspace.run_detached(lent) == workspace.run_detached(_detach(prepared, shard))
+
+
+def _detach(prepared: Prepared, shard: EvaluationShard, artifacts: list[Artifact] | None = None) -> DetachedEvaluation:
+    return detach_evaluation(
+        shard, task_ids=prepared.task_ids, tasks=prepared.tasks, run=prepared.run, artifacts=artifacts
+    )

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eceb_worker.core.planning import RangeCutter, cut_ranges
-from eceb_worker.corpus.planning import RehashPlanner, plan_rehash
+from eceb_worker.corpus.planning import TAPER_PARTS, RehashPlanner, plan_rehash
 
 
 @given(st.lists(st.integers(0, 10_000), max_size=200), st.integers(1, 50_000), st.integers(0, 500))
@@ -67,3 +67,48 @@ def test_planner_in_batches_is_plan_rehash(sizes: list[int], shard_bytes: int, b
     ]
     assert [s.first_path for s in shards] == [f"p{s.start}" for s in shards]
     assert [(s.byte_start, s.byte_end) for s in shards] == [(s.start, s.end) for s in shards]
+
+
+@given(st.lists(st.integers(0, 10_000), max_size=200), st.integers(1, 50_000), st.integers(0, 500))
+def test_a_tapered_plan_tiles_and_its_shards_only_shrink(sizes: list[int], shard_bytes: int, file_cost: int) -> None:
+    """With the count known, shards still tile the artifacts in order, none
+    costs more than an untapered one would, and none is cut before reaching
+    ``shard_bytes / TAPER_PARTS``."""
+    shards = plan_rehash(sizes, shard_bytes=shard_bytes, file_cost_bytes=file_cost, taper=True)
+    position = 0
+    for index, shard in enumerate(shards):
+        assert (shard.index, shard.start) == (index, position)
+        assert shard.end > shard.start
+        assert shard.size_bytes == sum(sizes[shard.start : shard.end])
+        cost = shard.size_bytes + file_cost * shard.count
+        if shard.end < len(sizes):
+            assert cost >= max(1, shard_bytes // TAPER_PARTS)
+            assert cost - (sizes[shard.end - 1] + file_cost) < shard_bytes
+        position = shard.end
+    assert position == len(sizes)
+
+
+def test_the_last_shards_shrink_when_the_count_is_known() -> None:
+    """9.2 shards' worth of equal files: 8 full shards, then about half of
+    what is left each time, down to an eighth of a shard."""
+    sizes = [100] * 92
+    plain = plan_rehash(sizes, shard_bytes=1000, file_cost_bytes=0)
+    tapered = plan_rehash(sizes, shard_bytes=1000, file_cost_bytes=0, taper=True)
+    assert [s.count for s in plain] == [10] * 9 + [2]
+    assert [s.count for s in tapered] == [10] * 8 + [6, 3, 2, 1]
+
+
+@given(st.lists(st.integers(0, 10_000), max_size=100), st.integers(1, 50_000), st.integers(1, 30), st.integers(0, 150))
+def test_a_tapered_planner_in_batches_is_plan_rehash(sizes: list[int], shard_bytes: int, batch: int, told: int) -> None:
+    """Fed in batches of any size, a planner expecting the right count cuts
+    plan_rehash's tapered plan; a wrong count changes sizes only."""
+    for expected, same in ((len(sizes), True), (told, told == len(sizes))):
+        planner = RehashPlanner(shard_bytes, 100)
+        planner.expect(expected)
+        for start in range(0, len(sizes), batch):
+            planner.add(sizes[start : start + batch])
+        shards = [(s.index, s.start, s.end, s.size_bytes) for s in planner.finish()]
+        assert shards[-1][2] == len(sizes) if sizes else shards == []
+        if same:
+            tapered = plan_rehash(sizes, shard_bytes=shard_bytes, file_cost_bytes=100, taper=True)
+            assert shards == [(s.index, s.start, s.end, s.size_bytes) for s in tapered]

@@ -164,7 +164,11 @@ def test_fast_and_line_by_line_reading_agree(contents: list[bytes], data: st.Dat
 
     lines = registry_bytes(*(artifact(f"id{i}", content=c) for i, c in enumerate(contents))).split(b"\n")
     index = data.draw(st.integers(0, len(lines) - 1))
-    mutation = data.draw(st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "byte", "blank", "spaces"]))
+    mutation = data.draw(
+        st.sampled_from(
+            ["none", "drop", "duplicate", "swap", "truncate", "byte", "blank", "spaces", "upper", "escape", "reorder"]
+        )
+    )
     line = lines[index]
     if mutation == "drop":
         del lines[index]
@@ -181,6 +185,13 @@ def test_fast_and_line_by_line_reading_agree(contents: list[bytes], data: st.Dat
         lines.insert(index, b"")
     elif mutation == "spaces":
         lines[index] = b" " + line + b" "
+    elif mutation == "upper":  # a digest in capitals: refused, whichever way the block is read
+        lines[index] = line[:-3] + line[-3:-2].upper() + line[-2:] if line.endswith(b'"}') else line
+    elif mutation == "escape":  # a digest ending with an escaped newline
+        lines[index] = line[:-2] + b'\\n"}' if line.endswith(b'"}') else line
+    elif mutation == "reorder" and line.startswith(b'{"artifact_id"'):  # valid, not canonical: counted, not compared
+        key, _, rest = line[1:-1].partition(b',"classification"')
+        lines[index] = b'{"classification"' + rest + b"," + key + b"}"
     mutated = b"\n".join(lines)
     fast = outcome(mutated)
     original = lines_module._decode_laid_out

@@ -23,7 +23,11 @@ __all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
 
 
 def _duplicates(values: Iterable[str]) -> list[str]:
-    return sorted(value for value, count in Counter(values).items() if count > 1)
+    """The values given more than once, sorted."""
+    listed = list(values)
+    if len(set(listed)) == len(listed):  # the usual case, without counting
+        return []
+    return sorted(value for value, count in Counter(listed).items() if count > 1)
 
 
 def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact] | None, file: str) -> list[Problem]:

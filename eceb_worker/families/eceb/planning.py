@@ -15,11 +15,23 @@ if TYPE_CHECKING:
     from eceb_worker.families.eceb.benchmark import Benchmark
     from eceb_worker.families.eceb.run_index import IndexedRun
 
-__all__ = ["DEFAULT_SHARD_OBSERVATIONS", "EvaluationShard", "evaluation_task_ids", "plan_evaluation"]
+__all__ = [
+    "DEFAULT_SHARD_OBSERVATIONS",
+    "IN_PROCESS_SHARD_OBSERVATIONS",
+    "EvaluationShard",
+    "evaluation_task_ids",
+    "plan_evaluation",
+]
 
 DEFAULT_SHARD_OBSERVATIONS: Final = 200_000
 """Default size of one evaluation shard, in observations: about two seconds of
 decoding, checking and gating on one core (see docs/PERFORMANCE.md)."""
+
+IN_PROCESS_SHARD_OBSERVATIONS: Final = 20_000
+"""Default size of an evaluation shard run by the embedded executor (``eceb
+evaluate``), in observations: about 0.15 s on one core. Handing a shard to a
+helper process costs a few milliseconds, so shards are small enough for the
+calling process and its helpers to finish within one of each other."""
 
 
 class EvaluationShard(msgspec.Struct, frozen=True, kw_only=True):

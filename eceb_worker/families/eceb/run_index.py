@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
@@ -27,7 +27,7 @@ from eceb_worker.families.eceb.verdicts import RecordProblem
 if TYPE_CHECKING:
     import mmap
 
-__all__ = ["IndexedRun", "decode_task_evidence", "index_run"]
+__all__ = ["IndexedRun", "RunPart", "decode_task_evidence", "detach_tasks", "index_run"]
 
 _ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
 S = TypeVar("S", bound=msgspec.Struct)
@@ -78,6 +78,82 @@ class IndexedRun(msgspec.Struct, frozen=True, kw_only=True):
     def observation_count(self) -> int:
         """How many observations the run holds."""
         return sum(len(items) for items in self.observations.values())
+
+
+class RunPart(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Some tasks' records of an indexed run, detached from the run's file:
+    what another process evaluates them from (the records' own bytes, as
+    this process read and indexed them; the file is not read again).
+
+    Fields:
+        file: how problems name the run file.
+        header: the run's decoded header.
+        observations, auxiliary_costs: task id -> the positions of its
+            records in their array of the whole run, and the records
+            themselves as one JSON array (their exact bytes, joined by commas).
+        observation_strings, auxiliary_strings: as :class:`IndexedRun`'s, for these tasks.
+    """
+
+    file: str
+    header: RunHeader
+    observations: dict[str, tuple[list[int], bytes]]
+    auxiliary_costs: dict[str, tuple[list[int], bytes]]
+    observation_strings: dict[str, int]
+    auxiliary_strings: dict[str, int]
+
+    def indexed(self) -> IndexedRun:
+        """The part as an :class:`IndexedRun` of its tasks, each record the
+        same bytes as in the run. Raises ValueError when an array does not
+        hold as many records as it has positions (a part not made by
+        :func:`detach_tasks`)."""
+
+        def split(grouped: dict[str, tuple[list[int], bytes]]) -> dict[str, list[Indexed]]:
+            indexed: dict[str, list[Indexed]] = {}
+            for task_id, (positions, joined) in grouped.items():
+                records = _RECORDS.decode(joined)
+                if len(records) != len(positions):
+                    raise ValueError(f"task {task_id!r}: {len(records)} records for {len(positions)} positions")
+                indexed[task_id] = list(zip(positions, records, strict=True))
+            return indexed
+
+        return IndexedRun(
+            file=self.file,
+            header=self.header,
+            observations=split(self.observations),
+            auxiliary_costs=split(self.auxiliary_costs),
+            unkeyed=(),
+            observation_strings=self.observation_strings,
+            auxiliary_strings=self.auxiliary_strings,
+        )
+
+
+_RECORDS: Final = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def detach_tasks(indexed: IndexedRun, task_ids: Iterable[str]) -> RunPart:
+    """The records of ``task_ids`` (those ``indexed`` has; others have none)
+    as a :class:`RunPart`."""
+    wanted = list(task_ids)
+
+    def joined(grouped: Mapping[str, list[Indexed]]) -> dict[str, tuple[list[int], bytes]]:
+        parts = {}
+        for task_id in wanted:
+            items = grouped.get(task_id)
+            if items is not None:
+                parts[task_id] = ([i for i, _ in items], b"[" + b",".join([raw for _, raw in items]) + b"]")
+        return parts
+
+    def counts(strings: Mapping[str, int]) -> dict[str, int]:
+        return {t: strings[t] for t in wanted if t in strings}
+
+    return RunPart(
+        file=indexed.file,
+        header=indexed.header,
+        observations=joined(indexed.observations),
+        auxiliary_costs=joined(indexed.auxiliary_costs),
+        observation_strings=counts(indexed.observation_strings),
+        auxiliary_strings=counts(indexed.auxiliary_strings),
+    )
 
 
 def _group(

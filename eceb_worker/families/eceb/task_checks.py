@@ -136,7 +136,10 @@ def duplicate_selection(view: TaskView) -> list[Assertion]:
     for obs in view.observations:
         if len(obs.selected_artifacts) < 2:
             continue
-        counts = Counter(s.artifact_id for s in obs.selected_artifacts)
+        ids = [s.artifact_id for s in obs.selected_artifacts]
+        if len(set(ids)) == len(ids):  # the usual case, without counting
+            continue
+        counts = Counter(ids)
         for artifact_id, count in sorted(counts.items()):
             if count > 1:
                 failures.append(
