@@ -165,7 +165,7 @@ class HelperProcess:
 
     Starting one costs about an interpreter start-up plus the hashing
     imports (some 50 ms of CPU); the caller keeps working meanwhile, since
-    :meth:`call` is what waits for it.
+    :meth:`answer` is what waits for it.
     """
 
     def __init__(self) -> None:
@@ -215,11 +215,6 @@ class HelperProcess:
                 raise StorageError(answer.message)
             raise RuntimeError(f"helper process {process.pid} failed:\n{answer.message}")
         return answer
-
-    def call(self, request: ShardTask | DetachedEvaluation) -> ShardAnswer:
-        """:meth:`send` ``request`` and wait for its :meth:`answer`."""
-        self.send(request)
-        return self.answer()
 
     def close(self, *, kill: bool = False) -> None:
         """Let the helper exit (close its input), or kill it; then reap it."""
