@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING, Final
 
 import msgspec
 
-from eceb_worker.errors import StorageError
+from eceb_worker.errors import ShardFailedError, StorageError
 from eceb_worker.pipeline.messages import EvaluateTask, HashTask, RehashTask, ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
 
@@ -160,6 +160,14 @@ def _widen(pipe: IO[bytes] | None) -> None:
         fcntl.fcntl(pipe.fileno(), set_size, _PIPE_BYTES)
 
 
+def _gone(process: subprocess.Popen[bytes]) -> ShardFailedError:
+    """The error for a helper that exited before answering: a shard that
+    did not complete, not a bug (the OOM killer, an operator's kill)."""
+    status = process.wait()
+    how = f"killed by signal {-status}" if status < 0 else f"status {status}"
+    return ShardFailedError(f"helper process {process.pid} exited ({how}) before answering; nothing was reported")
+
+
 class HelperProcess:
     """One running helper, driven by one thread at a time.
 
@@ -184,8 +192,9 @@ class HelperProcess:
 
     def send(self, request: ShardTask | DetachedEvaluation) -> None:
         """Send ``request`` (a shard task, or a detached evaluation shard);
-        :meth:`answer` waits for its answer. Raises ``RuntimeError`` when the
-        helper is gone."""
+        :meth:`answer` waits for its answer. Raises
+        :class:`~eceb_worker.errors.ShardFailedError` when the helper is gone
+        (killed from outside)."""
         process = self._process
         assert process.stdin is not None
         kind = _SHARD_TASK if isinstance(request, (RehashTask, EvaluateTask, HashTask)) else _DETACHED
@@ -193,22 +202,24 @@ class HelperProcess:
         try:
             _write_frame(process.stdin, payload, kind)
         except OSError as exc:
-            raise RuntimeError(f"helper process {process.pid} failed: {exc}") from exc
+            raise _gone(process) from exc
 
     def answer(self) -> ShardAnswer:
         """Wait for the answer to the request sent last.
 
         Raises ``StorageError`` when the storage failed as a whole,
-        ``RuntimeError`` when the helper failed otherwise or exited.
+        :class:`~eceb_worker.errors.ShardFailedError` when the helper exited
+        before answering (killed from outside), ``RuntimeError`` when it
+        reported a failure of its own (a bug).
         """
         process = self._process
         assert process.stdout is not None
         try:
             frame = _read_frame(process.stdout)
         except (OSError, EOFError) as exc:
-            raise RuntimeError(f"helper process {process.pid} failed: {exc}") from exc
+            raise _gone(process) from exc
         if frame is None:
-            raise RuntimeError(f"helper process {process.pid} exited (status {process.wait()})")
+            raise _gone(process)
         answer = _REPLY_DECODER.decode(frame)
         if isinstance(answer, Failed):
             if answer.storage:

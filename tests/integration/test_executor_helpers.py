@@ -142,3 +142,19 @@ def test_helpers_find_every_record_problem_like_one_process(tmp_path: Path) -> N
     assert len(alone) >= 3
     assert problems(2, 1) == alone
     assert problems(3, 5) == alone
+
+
+def test_a_helper_killed_from_outside_is_a_shard_that_did_not_complete() -> None:
+    """A helper that dies (the OOM killer, an operator's kill) is a failed
+    shard (exit 5), never an internal error."""
+    from eceb_worker.errors import ShardFailedError
+    from eceb_worker.pipeline.messages import HashTask
+
+    helper = helpers.HelperProcess()
+    helper._process.kill()
+    helper._process.wait()
+    with pytest.raises(ShardFailedError, match="killed by signal 9"):
+        helper.send(HashTask(corpus=StorageSpec(source="."), index=0, paths=()))
+    with pytest.raises(ShardFailedError, match="killed by signal 9"):
+        helper.answer()
+    helper.close()
