@@ -50,9 +50,14 @@ timed run (``fincore`` shows how much of the corpus is resident). This
 process (the submitter) and Redis are not pinned. Prints, per
 configuration, the best time, the median and the range, MB/s (10^6
 bytes/s) and files/s of the best; the speedup of 2 workers over 1; the
-ratio of the job's speed to the in-process executor's; and the per-task
-overhead with where its CPU time goes (the submitter, Redis, worker main
-process, worker pool process).
+ratio of the job's speed to the in-process executor's; where one job's
+time goes (one more job on 1 worker and one on 2, their tasks read from
+the workers' JSON log lines: the coordinating step, the time before the
+first shard and after the last, the shards' run time alone and on two
+workers at once, the gaps between shards, and the least time 2 workers
+could take with that serial part); and the per-task overhead with where
+its CPU time goes (the submitter, Redis, worker main process, worker pool
+process).
 
 Coordinator memory. For each ``--artifacts`` count, ``measure`` of
 ``benchmarks/coordinator_memory.py`` (its synthetic registry of that many
@@ -78,8 +83,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
+import itertools
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -189,6 +197,10 @@ class Sample:
     shards: int
     cpu: dict[str, float] = field(default_factory=dict)
     load_seconds: float | None = None
+    job_id: str = ""
+    """On the cluster: the job's id, which its workers' log lines name."""
+    submitted: float = 0.0
+    """On the cluster: when the job was submitted (``time.time()``, seconds)."""
 
 
 @dataclass
@@ -354,6 +366,7 @@ def run_job(run: ClusterRun, shard_bytes: int) -> Sample:
     )
     store = run.cluster.store
     before = run.meter.read()
+    submitted = time.time()
     started = time.perf_counter()
     run.cluster.submit(message, created=int(time.time()), corpus=run.files, out="", registry=run.registry)
     deadline = started + JOB_TIMEOUT_S
@@ -373,7 +386,58 @@ def run_job(run: ClusterRun, shard_bytes: int) -> Sample:
     if run.expected is not None and report != run.expected:
         raise RuntimeError(f"the job's verification report differs from the in-process one:\n{report}\n{run.expected}")
     run.reports.append(report)
-    return Sample(seconds, int(state.get("rehash_total", "0")), {k: after[k] - before[k] for k in after})
+    cpu = {k: after[k] - before[k] for k in after}
+    return Sample(seconds, int(state.get("rehash_total", "0")), cpu, job_id=message.job_id, submitted=submitted)
+
+
+_TASK_LINE = re.compile(
+    r"Task (?P<name>[\w.]+)\[(?P<id>[^\]]+)\] (?:(?P<received>received)|succeeded in (?P<run>[0-9.e+-]+)s)"
+)
+
+
+@dataclass
+class TaskSpan:
+    """One task of a job as its worker's log lines show it: the worker (its
+    log file), the task's name, when it was received (seconds after the
+    job's submission, milliseconds precision) and how long it ran."""
+
+    worker: int
+    name: str
+    received: float
+    runtime: float
+
+
+def job_spans(log_paths: Sequence[Path], sample: Sample) -> list[TaskSpan]:
+    """The tasks of the job ``sample`` timed, read from the workers' JSON log
+    lines (``ECEB_LOG_FORMAT=json``: each names its job), in order of receipt."""
+    found: dict[str, dict[str, Any]] = {}
+    for worker, path in enumerate(log_paths, start=1):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            match = _TASK_LINE.search(record.get("message", ""))
+            if record.get("job_id") != sample.job_id or match is None:
+                continue
+            entry = found.setdefault(match["id"], {"worker": worker, "name": match["name"]})
+            if match["received"]:
+                moment = datetime.datetime.fromisoformat(record["time"].replace("Z", "+00:00")).timestamp()
+                entry["received"] = moment - sample.submitted
+            else:
+                entry["runtime"] = float(match["run"])
+    spans = [TaskSpan(e["worker"], e["name"], e["received"], e["runtime"]) for e in found.values() if len(e) == 4]
+    return sorted(spans, key=lambda span: span.received)
+
+
+@dataclass
+class Timeline:
+    """Where a job's time went: ``alone`` is a job on one worker, ``both`` the
+    same job on two, each with its wall time and its tasks' spans."""
+
+    alone: Sample
+    alone_spans: list[TaskSpan]
+    both: Sample
+    both_spans: list[TaskSpan]
 
 
 @contextlib.contextmanager
@@ -390,7 +454,8 @@ def celery_worker(broker_url: str, cpu: int | None, log_dir: Path) -> Iterator[A
         try:
             if cpu is not None:
                 os.sched_setaffinity(0, {cpu})
-            running = stack.enter_context(celery_workers(broker_url, 1, log_dir))
+            # JSON log lines name each task's job: the timeline reads them.
+            running = stack.enter_context(celery_workers(broker_url, 1, log_dir, env={"ECEB_LOG_FORMAT": "json"}))
         except pytest.fail.Exception as exc:  # it reports a start-up failure as a failed test
             raise RuntimeError(str(exc)) from None
         finally:
@@ -440,6 +505,7 @@ class Throughput:
     pinning: list[str]
     reports: int
     wall_seconds: float
+    timeline: Timeline | None = None
 
 
 def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
@@ -478,6 +544,7 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
     }
     cache_before = ""
     pinning: list[str] = []
+    timeline = None
     with (
         tempfile.TemporaryDirectory(prefix="services-", dir=args.data_dir) as scratch,
         running_redis(Path(scratch)) as server,
@@ -530,6 +597,14 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
                     bests = {name: config.best("default") for name, config in configs.items()}
                     shown = ", ".join(f"{name} {best.seconds:.3f}" for name, best in bests.items() if best)
                     log(f"[round {round_number}/{args.rounds}]   best so far, default shards (s): {shown}")
+                log("[timeline] one more job on 1 worker and on 2, read from the workers' log lines ...")
+                logs = (*first.log_paths, *second.log_paths)
+                consuming(cluster.app, second.names[0], on=False)
+                alone = run_job(run, job["default"])
+                consuming(cluster.app, second.names[0], on=True)
+                both = run_job(run, job["default"])
+                time.sleep(0.5)  # the last lines reach the log files
+                timeline = Timeline(alone, job_spans(logs, alone), both, job_spans(logs, both))
         finally:
             client.close()
             cluster.app.close()
@@ -542,6 +617,7 @@ def throughput(args: argparse.Namespace, corpus: SyntheticCorpus) -> Throughput:
         pinning=pinning,
         reports=len(run.reports),
         wall_seconds=time.perf_counter() - started,
+        timeline=timeline,
     )
 
 
@@ -649,6 +725,8 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
             f"one task on one worker (default):                {_ms(c1.seconds / c1.shards)} on average "
             f"({result.total_bytes / c1.shards / MIB:.1f} MiB of files a task)"
         )
+    if result.timeline is not None:
+        report_timeline(result.timeline)
     print()
     print("per-task overhead (tiny shards vs default shards: extra time / extra tasks)")
     for name in ("c1", "c2", "ip1", "ip"):
@@ -664,6 +742,48 @@ def report_throughput(result: Throughput, args: argparse.Namespace) -> list[bool
             f"({extra:,} extra tasks); CPU per task: {parts}"
         )
     return verdicts
+
+
+def report_timeline(timeline: Timeline) -> None:
+    """Where one job's time went on 2 workers, against the same job on 1, from
+    the workers' log lines (each task's receipt, to the millisecond, and its
+    run time), and the least time 2 workers could take with that serial part
+    and those shards. Prints nothing when a log line is missing."""
+    alone = [span for span in timeline.alone_spans if span.name == "eceb.job_rehash_shard"]
+    both = [span for span in timeline.both_spans if span.name == "eceb.job_rehash_shard"]
+    coordinating = [span for span in timeline.both_spans if span.name == "eceb.coordinate"]
+    if not alone or not both or not coordinating:
+        print("timeline: the workers' log lines do not name every task of the job; no breakdown")
+        return
+    first_shard = min(span.received for span in both)
+    last_end = max(span.received + span.runtime for span in both)
+    wall = timeline.both.seconds
+    gaps = []
+    for worker in {span.worker for span in both}:
+        own = sorted((s for s in both if s.worker == worker), key=lambda s: s.received)
+        gaps += [b.received - (a.received + a.runtime) for a, b in itertools.pairwise(own)]
+    work_alone = sum(span.runtime for span in alone)
+    work_both = sum(span.runtime for span in both)
+    serial = first_shard + (wall - last_end)
+    gap = statistics.fmean(gaps) if gaps else 0.0
+    per_worker = max(len(both) - len(both) // 2, 1)
+    floor = serial + work_alone / 2 + gap * (per_worker - 1)
+    print()
+    print(f"where one job's time goes (default shards; workers' log lines, ms precision; {len(both)} shard tasks)")
+    print(f"  submission until the coordinating task is received:   {_ms(coordinating[0].received)}")
+    print(f"  coordinating (scan and check the registry, plan, chord): {_ms(coordinating[0].runtime)}")
+    print(f"  submission until the first shard is received:          {_ms(first_shard)}")
+    print(f"  the last shard's end until the job reads done:         {_ms(wall - last_end)}")
+    print(
+        f"  shard run time, 1 worker alone: {_ms(work_alone)} in all, {_ms(work_alone / len(alone))} a shard; "
+        f"2 workers: {_ms(work_both)} in all ({work_both / work_alone - 1:+.0%})"
+    )
+    print(f"  between two shards of one worker (acknowledge, fetch the next): {_ms(gap)} on average")
+    print(
+        f"  least time on 2 workers with that serial part, the shards split evenly at their 1-worker time: "
+        f"{_ms(floor)}, {timeline.alone.seconds / floor:.2f}x this run's 1-worker job ({_ms(timeline.alone.seconds)});"
+        f" measured {_ms(wall)}, {timeline.alone.seconds / wall:.2f}x"
+    )
 
 
 def report_coordinator(found: list[dict[str, Any]]) -> list[bool]:
