@@ -245,6 +245,19 @@ def test_costs_beyond_the_safe_range_name_the_records_of_their_group(tmp_path: P
     assert all(p.file == str(run_path) and f"{task_id}/compiled/256" in p.message for p in beyond)
 
 
+def test_a_task_whose_groups_each_stay_in_the_safe_range_is_consistent(tmp_path: Path) -> None:
+    # Together beyond 2^53 - 1, each strategy/budget group within it: no problem.
+    bench_path, run_path, benchmark, run = seed_copy(tmp_path)
+    write(bench_path, benchmark)
+    for index in (1, 3):  # the baseline and compiled@256 of disk-full-escalation
+        run["observations"][index]["cached_input_tokens"] = None
+        run["observations"][index]["input_tokens"] = 2**51
+        run["observations"][index]["input_cost_micro_usd"] = 3 * 2**51  # follows the pricing
+    write(run_path, run)
+    assert 2 * 3 * 2**51 > 2**53 - 1 > 3 * 2**51 + 10**6
+    load_and_check(bench_path, run_path)
+
+
 def test_run_problems_come_in_record_order_whatever_the_task_ids(tmp_path: Path) -> None:
     bench_path, run_path, benchmark, run = seed_copy(tmp_path)
     rename_task(benchmark, run, "disk-full-escalation", "b[10]")

@@ -187,14 +187,9 @@ def task_record_problems(
         problems.append(RecordProblem(array=array, index=index, problem=problem))
 
     first_of_repetition: dict[tuple[str, int | None, int], int] = {}
-    totals: dict[tuple[str, int | None], int] = {}  # cost of each strategy/budget group
-    members: dict[tuple[str, int | None], list[tuple[str, int]]] = {}  # its records
-    digests: set[str] = set()
-    for _, obs in observations:
-        digests.add(obs.query_digest)
-        digests.add(obs.context_digest)
-        for selected in obs.selected_artifacts:
-            digests.add(selected.observed_digest)
+    digests = {obs.query_digest for _, obs in observations}
+    digests.update([obs.context_digest for _, obs in observations])
+    digests.update([s.observed_digest for _, obs in observations for s in obs.selected_artifacts])
     malformed = {d for d in digests if not is_digest(d)}
     rates = {
         cid: (
@@ -229,9 +224,6 @@ def task_record_problems(
                 configuration = configurations[obs.configuration_id]
                 for field, message in _cost_problems(obs, cached, configuration):
                     add(index, field, message)
-        group = (obs.strategy, obs.budget)
-        totals[group] = totals.get(group, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
-        members.setdefault(group, []).append(("observations", index))
         seen = first_of_repetition.setdefault((obs.strategy, obs.budget, obs.repetition), index)
         if seen != index:
             add(
@@ -239,20 +231,48 @@ def task_record_problems(
                 "repetition",
                 f"repetition {obs.repetition} of {task_id}/{obs.strategy}/{obs.budget} repeats observations[{seen}]",
             )
-    groups = set(totals)
+    if auxiliary_costs:
+        groups = {(obs.strategy, obs.budget) for _, obs in observations}
+        for index, aux in auxiliary_costs:
+            if benchmark_known and task is None:
+                add(index, "task_id", f"{task_id!r} is not a task of the benchmark", array="auxiliary_costs")
+            if (aux.strategy, aux.budget) not in groups:
+                add(
+                    index,
+                    "",
+                    f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: "
+                    "the cost would disappear",
+                    array="auxiliary_costs",
+                )
+    # Costs are never negative: only when the task's records total beyond
+    # 2^53 - 1 can one of its strategy/budget groups.
+    task_total = sum([obs.input_cost_micro_usd + obs.output_cost_micro_usd for _, obs in observations])
+    if task_total + sum([aux.cost_micro_usd for _, aux in auxiliary_costs]) > SAFE_INTEGER_MAX:
+        problems.extend(_groups_beyond_safe_integers(task_id, observations, auxiliary_costs, file=file))
+    return problems
+
+
+def _groups_beyond_safe_integers(
+    task_id: str,
+    observations: Sequence[tuple[int, Observation]],
+    auxiliary_costs: Sequence[tuple[int, AuxiliaryCost]],
+    *,
+    file: str,
+) -> list[RecordProblem]:
+    """A problem on every record of each strategy/budget group of one task
+    whose costs total beyond 2^53 - 1 (not reportable exactly), groups in
+    order of their first record, records in order."""
+    totals: dict[tuple[str, int | None], int] = {}
+    members: dict[tuple[str, int | None], list[tuple[str, int]]] = {}
+    for index, obs in observations:
+        key = (obs.strategy, obs.budget)
+        totals[key] = totals.get(key, 0) + obs.input_cost_micro_usd + obs.output_cost_micro_usd
+        members.setdefault(key, []).append(("observations", index))
     for index, aux in auxiliary_costs:
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd
         members.setdefault(key, []).append(("auxiliary_costs", index))
-        if benchmark_known and task is None:
-            add(index, "task_id", f"{task_id!r} is not a task of the benchmark", array="auxiliary_costs")
-        if key not in groups:
-            add(
-                index,
-                "",
-                f"charges {task_id}/{aux.strategy}/{aux.budget}, which has no observation: the cost would disappear",
-                array="auxiliary_costs",
-            )
+    problems = []
     for (strategy, budget), total in totals.items():
         if total > SAFE_INTEGER_MAX:
             records = members[(strategy, budget)]
@@ -261,7 +281,8 @@ def task_record_problems(
                 "micro-USD, beyond 2^53 - 1: not reportable exactly"
             )
             for array, index in records:
-                add(index, "", message, array=array)
+                problem = Problem(file=file, record=f"{array}[{index}]", field="", message=message)
+                problems.append(RecordProblem(array=array, index=index, problem=problem))
     return problems
 
 

@@ -12,6 +12,8 @@ group and collects every failure; it never stops at the first.
 
 from __future__ import annotations
 
+import functools
+import operator
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -64,6 +66,9 @@ def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+_REPETITION: Final = operator.attrgetter("repetition")
+
+
 class Group:
     """One task/strategy/budget group as its gates see it (ECEB-0.1 §11).
 
@@ -89,7 +94,7 @@ class Group:
         self.task = task
         self.strategy = strategy
         self.budget = budget
-        self.observations = sorted(observations, key=lambda o: o.repetition)
+        self.observations = sorted(observations, key=_REPETITION)
         self.threshold_milli = threshold_milli
         self.required = {a: artifacts[a].source_digest for a in sorted(task.required_artifacts)}
         judged: dict[tuple[SelectedArtifact, ...], Selection] = {}
@@ -131,14 +136,21 @@ def _quality(group: Group) -> list[Failure]:
     ]
 
 
+@functools.lru_cache(maxsize=4096)
+def _folded_terms(terms: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each of ``terms``, sorted, with its :func:`normalize_text` form (once per distinct set of terms)."""
+    return tuple((term, normalize_text(term)) for term in sorted(terms))
+
+
 def _answer_terms(group: Group) -> list[Failure]:
     """§11.3: every answer holds every required term (NFKC, case folded)."""
-    terms = [(term, normalize_text(term)) for term in sorted(group.task.required_answer_terms)]
+    terms = _folded_terms(tuple(group.task.required_answer_terms))
     if not terms:
         return []
     failures: list[Failure] = []
     for o in group.observations:
-        answer = normalize_text(o.answer)
+        answer = o.answer
+        answer = answer.lower() if answer.isascii() else normalize_text(answer)  # normalize_text, inlined
         missing = [term for term, folded in terms if folded not in answer]
         if missing:
             failures.append((o.repetition, f"answer lacks {', '.join(map(repr, missing))}"))

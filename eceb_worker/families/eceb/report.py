@@ -180,6 +180,10 @@ def _with_sorted_selection(observation: Observation) -> Observation:
     selected = observation.selected_artifacts
     if len(selected) < 2:
         return observation
+    if len(selected) == 2:  # the usual case, without a list
+        first, second = selected
+        if (first.artifact_id, first.observed_digest) <= (second.artifact_id, second.observed_digest):
+            return observation
     keys = [(s.artifact_id, s.observed_digest) for s in selected]
     if keys == sorted(keys):
         return observation

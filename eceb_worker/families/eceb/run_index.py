@@ -258,7 +258,7 @@ def _decode_items(
     items: list[Indexed] = getattr(indexed, array).get(task_id, [])
     strings = (indexed.observation_strings if array == "observations" else indexed.auxiliary_strings).get(task_id)
     batch_decoder, decoder = _decoders(item_type)
-    joined = b"[" + b",".join(bytes(raw) for _, raw in items) + b"]"
+    joined = b"[" + b",".join([raw for _, raw in items]) + b"]"
     try:
         batch = batch_decoder.decode(joined)
     except (msgspec.DecodeError, RecursionError):
