@@ -104,20 +104,25 @@ shown for the scaling, with their ratio and no target)."""
 RSS_TARGET_MB = {"1m": 300}
 """Sets with a peak RSS target for eceb, in MB (10^6 bytes)."""
 
-FLOOR_CODE = r"""
-import os, sys, blake3
+CHECKFILE_CODE = r"""
+import os, sys, time, blake3
 paths, digests = [], []
 with open(sys.argv[1], "rb") as lines:
     for line in lines:
         digest, path = line.rstrip(b"\n").split(b"  ", 1)
         paths.append(path)
         digests.append(digest.decode())
+"""
+"""Both floors' start: the check file's paths and digests, in its order."""
+
+FLOOR_CODE = (
+    CHECKFILE_CODE
+    + r"""
 part, parts, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 paths, digests = paths[part::parts], digests[part::parts]
 os.chdir(sys.argv[5])
 flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW
 bad = 0
-import time
 started = time.perf_counter()
 for path, digest in zip(paths, digests):
     fd = os.open(path, flags)
@@ -128,18 +133,15 @@ for path, digest in zip(paths, digests):
 print(f"loop {time.perf_counter() - started:.6f}")
 sys.exit(1 if bad else 0)
 """
+)
 """The floor loop: check-file lines ``part::parts``, each file opened, read once, closed, hashed."""
 
 FLOOR = [sys.executable, "-c", FLOOR_CODE]
 
-LARGE_FLOOR_CODE = r"""
-import mmap, os, sys, time, blake3
-paths, digests = [], []
-with open(sys.argv[1], "rb") as lines:
-    for line in lines:
-        digest, path = line.rstrip(b"\n").split(b"  ", 1)
-        paths.append(path)
-        digests.append(digest.decode())
+LARGE_FLOOR_CODE = (
+    CHECKFILE_CODE
+    + r"""
+import mmap
 os.chdir(sys.argv[3])
 started = time.perf_counter()
 bad = 0
@@ -158,6 +160,7 @@ else:  # "mapped": hashed on every core straight from the page cache, as b3sum d
 print(f"loop {time.perf_counter() - started:.6f}")
 sys.exit(1 if bad else 0)
 """
+)
 """The large-file floor: ``copy`` reads every file into one page-aligned 2 MiB
 buffer and hashes nothing (the copy a read costs); ``mapped`` hashes every
 file memory-mapped on all cores, compared with the check file (the hashing
