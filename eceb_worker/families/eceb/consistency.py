@@ -9,7 +9,7 @@ field; an empty list means the input is consistent. Schema-level problems
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX, observation_cost_bounds
 from eceb_worker.core.digests import is_digest
@@ -248,20 +248,20 @@ def task_record_problems(
     # 2^53 - 1 can one of its strategy/budget groups.
     task_total = sum([obs.input_cost_micro_usd + obs.output_cost_micro_usd for _, obs in observations])
     if task_total + sum([aux.cost_micro_usd for _, aux in auxiliary_costs]) > SAFE_INTEGER_MAX:
-        problems.extend(_groups_beyond_safe_integers(task_id, observations, auxiliary_costs, file=file))
+        _name_groups_beyond_safe_integers(task_id, observations, auxiliary_costs, add)
     return problems
 
 
-def _groups_beyond_safe_integers(
+def _name_groups_beyond_safe_integers(
     task_id: str,
     observations: Sequence[tuple[int, Observation]],
     auxiliary_costs: Sequence[tuple[int, AuxiliaryCost]],
-    *,
-    file: str,
-) -> list[RecordProblem]:
-    """A problem on every record of each strategy/budget group of one task
-    whose costs total beyond 2^53 - 1 (not reportable exactly), groups in
-    order of their first record, records in order."""
+    add: Callable[..., None],
+) -> None:
+    """Name every record of each strategy/budget group of one task whose
+    costs total beyond 2^53 - 1 (not reportable exactly), through
+    :func:`task_record_problems`'s ``add``: groups in order of their first
+    record, records in order."""
     totals: dict[tuple[str, int | None], int] = {}
     members: dict[tuple[str, int | None], list[tuple[str, int]]] = {}
     for index, obs in observations:
@@ -272,7 +272,6 @@ def _groups_beyond_safe_integers(
         key = (aux.strategy, aux.budget)
         totals[key] = totals.get(key, 0) + aux.cost_micro_usd
         members.setdefault(key, []).append(("auxiliary_costs", index))
-    problems = []
     for (strategy, budget), total in totals.items():
         if total > SAFE_INTEGER_MAX:
             records = members[(strategy, budget)]
@@ -281,9 +280,7 @@ def _groups_beyond_safe_integers(
                 "micro-USD, beyond 2^53 - 1: not reportable exactly"
             )
             for array, index in records:
-                problem = Problem(file=file, record=f"{array}[{index}]", field="", message=message)
-                problems.append(RecordProblem(array=array, index=index, problem=problem))
-    return problems
+                add(index, "", message, array=array)
 
 
 def _digest_fields(obs: Observation) -> list[tuple[str, str]]:

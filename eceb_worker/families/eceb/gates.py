@@ -149,8 +149,7 @@ def _answer_terms(group: Group) -> list[Failure]:
         return []
     failures: list[Failure] = []
     for o in group.observations:
-        answer = o.answer
-        answer = answer.lower() if answer.isascii() else normalize_text(answer)  # normalize_text, inlined
+        answer = normalize_text(o.answer)
         missing = [term for term, folded in terms if folded not in answer]
         if missing:
             failures.append((o.repetition, f"answer lacks {', '.join(map(repr, missing))}"))
