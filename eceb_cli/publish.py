@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import get_args
 
 import click
-import msgspec
 
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.conventions import info, say
 from eceb_cli.corpus import print_findings, source_options
+from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.urls import check_location
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import VerificationError
@@ -111,7 +111,7 @@ def publish(
             print_findings(exc.report)  # type: ignore[arg-type]
             raise
         if as_json:
-            click.echo(msgspec.json.encode(checked.manifest).decode())
+            click.echo(canonical_json(checked.manifest).decode())
         manifest = checked.manifest
         (info if as_json else say)(
             f"bundle {check_dir} verified: {len(manifest.files)} files bound, the report recomputed byte for byte, "

@@ -322,3 +322,21 @@ def test_usage_errors() -> None:
     assert eceb("publish", "--check", SEED).returncode == exit_codes.USAGE  # no --corpus
     assert eceb("publish", SEED / "benchmark.json").returncode == exit_codes.USAGE
     assert eceb("publish", "--check", "s3://bucket/bundle", "--corpus", SEED).returncode == exit_codes.USAGE
+
+
+def test_a_corpus_that_does_not_verify_is_exit_4(seed_bundle: Path, tmp_path: Path) -> None:
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPORA["enterprise-seed"], corpus)
+    changed = next(p for p in sorted(corpus.rglob("*")) if p.is_file())
+    changed.write_bytes(changed.read_bytes() + b"\n")
+    done = check(seed_bundle, corpus)
+    assert done.returncode == exit_codes.VERIFICATION_FAILED, done.stderr
+    assert changed.name in done.stderr
+
+
+def test_check_json_prints_the_manifest_bytes(seed_bundle: Path) -> None:
+    done = eceb("publish", "--check", seed_bundle, "--corpus", CORPORA["enterprise-seed"], "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.encode() == (seed_bundle / "manifest.json").read_bytes()
