@@ -17,7 +17,15 @@ import click
 from eceb_cli import exit_codes
 from eceb_cli.conventions import Stopped, is_quiet, is_verbose, stopped_line
 from eceb_worker.core.urls import check_no_credentials, redact_text
-from eceb_worker.errors import ExecutionRefused, InputError, OutputError, StorageError, VerificationError
+from eceb_worker.errors import (
+    ExecutionRefused,
+    InputError,
+    OutputError,
+    Problem,
+    PublicationRefused,
+    StorageError,
+    VerificationError,
+)
 from eceb_worker.settings import read_setting
 
 __all__ = ["default_workers", "endpoint", "handle_errors", "progress", "report_input_error"]
@@ -33,10 +41,14 @@ def _error(line: str) -> None:
 
 def report_input_error(error: InputError) -> None:
     """Print every problem of ``error`` on stderr, one a line, then a count."""
-    for problem in error.problems:
-        _error(f"error: {problem}")
-    count = len(error.problems)
-    click.echo(f"{count} problem{'s' if count != 1 else ''} found.", err=True)
+    _report_problems(error.problems, "error", "problem")
+
+
+def _report_problems(problems: list[Problem], prefix: str, noun: str) -> None:
+    for problem in problems:
+        _error(f"{prefix}: {problem}")
+    count = len(problems)
+    click.echo(f"{count} {noun}{'s' if count != 1 else ''} found.", err=True)
 
 
 def handle_errors(command: F) -> F:
@@ -48,6 +60,9 @@ def handle_errors(command: F) -> F:
             return command(*args, **kwargs)
         except InputError as exc:
             report_input_error(exc)
+            sys.exit(exit_codes.for_error(exc))
+        except PublicationRefused as exc:
+            _report_problems(exc.problems, "refused", "reason")
             sys.exit(exit_codes.for_error(exc))
         except VerificationError as exc:
             _error(f"error: {exc}")

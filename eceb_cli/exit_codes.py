@@ -22,6 +22,10 @@ code    meaning
         up, spending stopped, approval missing, or already started
 10      a regression (``eceb compare``, ``eceb-dist nightly``): the new
         report is worse than the old one beyond the given thresholds
+11      publication refused (``eceb publish``): the bundle does not verify
+        (a bound file missing, changed or not bound; the manifest or the
+        report not what the bundled files make), or the claim class is not
+        supported by the evidence
 70      internal error (a bug: please report it)
 75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
         ``eceb-dist result`` asked too early); try again later
@@ -51,6 +55,7 @@ __all__ = [
     "NO_SUCH_JOB",
     "OK",
     "OUTPUT",
+    "PUBLICATION_REFUSED",
     "REGRESSION",
     "SHORT",
     "STORAGE",
@@ -73,6 +78,7 @@ NO_SUCH_JOB: Final = 7
 JOB_CANCELLED: Final = 8
 EXECUTION_REFUSED: Final = 9
 REGRESSION: Final = 10
+PUBLICATION_REFUSED: Final = 11
 JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 HANGUP: Final = 129
@@ -91,6 +97,7 @@ SHORT: Final[dict[int, str]] = {
     JOB_CANCELLED: "job cancelled",
     EXECUTION_REFUSED: "paid execution refused",
     REGRESSION: "regression",
+    PUBLICATION_REFUSED: "publication refused",
     INTERNAL: "internal error",
     JOB_NOT_FINISHED: "job not finished yet",
     HANGUP: "hung up",
@@ -105,6 +112,7 @@ _BY_KIND: Final = {
     ErrorKind.STORAGE: STORAGE,
     ErrorKind.OUTPUT: OUTPUT,
     ErrorKind.REFUSED: EXECUTION_REFUSED,
+    ErrorKind.PUBLICATION: PUBLICATION_REFUSED,
     ErrorKind.INTERNAL: INTERNAL,
 }
 

@@ -17,6 +17,7 @@ _COMMANDS = {
     "corpus": "eceb_cli.corpus:corpus",
     "evaluate": "eceb_cli.evaluate:evaluate",
     "pair": "eceb_cli.pair:pair",
+    "publish": "eceb_cli.publish:publish",
     "render": "eceb_cli.render:render",
     "validate": "eceb_cli.evaluate:validate",
 }

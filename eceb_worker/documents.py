@@ -22,7 +22,7 @@ from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.errors import Problem
 from eceb_worker.families import Document
-from eceb_worker.families.eceb.family import COMPARISON
+from eceb_worker.families.eceb.family import COMPARISON, DECLARATIONS, PUBLICATION, SOURCES
 from eceb_worker.families.eceb.family import FAMILY as ECEB
 from eceb_worker.families.paired.family import FAMILY as PAIRED
 
@@ -51,7 +51,15 @@ RULES: Final = Document("rules", RULES_SCHEMA, "rules-v0.1.json", RulesFile)
 FILES: Final[tuple[Document, ...]] = (REGISTRY, *ECEB.documents, VERIFICATION, RULES)
 """Every kind of file, in the order ``eceb validate`` names them."""
 
-DOCUMENTS: Final[tuple[Document, ...]] = (*FILES, ARTIFACT, COMPARISON, *PAIRED.documents)
+DOCUMENTS: Final[tuple[Document, ...]] = (
+    *FILES,
+    ARTIFACT,
+    COMPARISON,
+    PUBLICATION,
+    SOURCES,
+    DECLARATIONS,
+    *PAIRED.documents,
+)
 """Every published document, with its schema file in ``schema/``."""
 
 

@@ -9,6 +9,8 @@ Hierarchy::
     ├── ExecutionRefused         a paid execution may not start: not authorized, its
     │                            count used up, spending stopped, awaiting approval,
     │                            or already started (nothing runs twice)
+    ├── PublicationRefused       a publication bundle does not verify, or its claim
+    │                            class is not supported by its evidence (ECEB-0.1 §15-§16)
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
         ├── ShardFailedError     a shard of a distributed job did not complete
@@ -48,6 +50,7 @@ __all__ = [
     "NoSuchBucketError",
     "OutputError",
     "Problem",
+    "PublicationRefused",
     "ShardFailedError",
     "ShardLostError",
     "StorageError",
@@ -122,6 +125,22 @@ class ExecutionRefused(EcebError):
     :mod:`eceb_worker.io.ledger`, says why): nothing was spawned."""
 
 
+class PublicationRefused(EcebError):
+    """A publication bundle (``eceb publish``) is refused: a bound file is
+    missing, changed or not bound, the manifest or the report is not what
+    the bundled files make, or the claim class is not supported by the
+    evidence (ECEB-0.1 §15, §16). ``problems`` holds every reason, each
+    naming its file (and record and field where there is one)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        if not problems:
+            raise ValueError("PublicationRefused needs at least one problem")
+        self.problems = list(problems)
+        more = len(self.problems) - 1
+        suffix = f" (and {more} more reason{'s' if more != 1 else ''})" if more else ""
+        super().__init__(f"{self.problems[0]}{suffix}")
+
+
 class StorageError(EcebError):
     """A storage backend failed as a whole; no artifact was judged by it."""
 
@@ -174,6 +193,7 @@ class ErrorKind(enum.Enum):
     STORAGE = "storage"
     OUTPUT = "output"
     REFUSED = "refused"
+    PUBLICATION = "publication"
     INTERNAL = "internal"
 
     @classmethod
@@ -190,5 +210,6 @@ _ERROR_TYPES: Final[tuple[tuple[ErrorKind, type[EcebError]], ...]] = (
     (ErrorKind.VERIFICATION, VerificationError),
     (ErrorKind.OUTPUT, OutputError),
     (ErrorKind.REFUSED, ExecutionRefused),
+    (ErrorKind.PUBLICATION, PublicationRefused),
     (ErrorKind.STORAGE, StorageError),
 )

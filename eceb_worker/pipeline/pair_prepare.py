@@ -19,11 +19,8 @@ so that no half-prepared pair is ever visible. Nothing paid runs.
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import os
 import secrets
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Final
@@ -50,6 +47,7 @@ from eceb_worker.families.paired.records import (
     position_of,
 )
 from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
+from eceb_worker.io.bundles import write_new_directory
 from eceb_worker.io.executables import identify_executable
 from eceb_worker.io.files import read_input
 from eceb_worker.io.ledger import Ledger
@@ -315,52 +313,5 @@ def prepare_pair(root: Path, position: int | None = None, *, again: bool = False
     if problems := arm_problems(manifest, str(final / "manifest.json")):
         raise AssertionError(f"a prepared manifest fails its own check: {problems}")
     files["manifest.json"] = canonical_json(manifest)
-    _publish(temporary, final, files)
+    write_new_directory(final, files.items(), temporary=temporary, what="the pair")
     return Prepared(directory=str(final), manifest=manifest, digest=digest_bytes(files["manifest.json"]))
-
-
-def _publish(temporary: Path, final: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` under the hidden ``temporary`` directory (created
-    exclusively), then rename it to ``final``, never replacing anything
-    there; on any failure the temporary directory is removed."""
-    try:
-        temporary.mkdir(mode=0o777)
-    except OSError as exc:
-        raise OutputError(f"{temporary}: cannot create: {exc.strerror or exc}") from None
-    try:
-        for relative, data in files.items():
-            path = temporary / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("xb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-        _rename_new(temporary, final)
-    except OSError as exc:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise OutputError(f"{final}: cannot write the pair: {exc.strerror or exc}") from None
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-
-
-_RENAME_NOREPLACE: Final = 1
-_AT_FDCWD: Final = -100
-
-
-def _rename_new(source: Path, target: Path) -> None:
-    """Rename ``source`` to ``target`` only when nothing is at ``target``
-    (Linux ``renameat2(RENAME_NOREPLACE)``; elsewhere a check first, then
-    the rename, which also refuses a non-empty directory). Raises
-    ``FileExistsError`` when something is there."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is not None:
-        result = renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE)
-        if result == 0:
-            return
-        error = ctypes.get_errno()
-        if error not in (errno.ENOSYS, errno.EINVAL):
-            raise OSError(error, os.strerror(error), str(target))
-    if os.path.lexists(target):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target))
-    os.rename(source, target)

@@ -16,6 +16,7 @@ def test_every_error_kind_has_its_exit_code() -> None:
         ErrorKind.STORAGE: 5,
         ErrorKind.OUTPUT: 6,
         ErrorKind.REFUSED: 9,
+        ErrorKind.PUBLICATION: 11,
         ErrorKind.INTERNAL: 70,
     }
     assert exit_codes.for_error(ExecutionRefused("spending stopped")) == exit_codes.EXECUTION_REFUSED

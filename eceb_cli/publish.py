@@ -1,0 +1,149 @@
+"""``eceb publish``: assemble a publication bundle (ECEB-0.1 §16), or
+verify one (``--check``), its claim class judged against its evidence (§15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+import click
+
+from eceb_cli.arguments import local_path, location
+from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.conventions import info, say
+from eceb_cli.corpus import print_findings, source_options
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.core.urls import check_location
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.errors import VerificationError
+from eceb_worker.executors import InProcessExecutor
+from eceb_worker.families.eceb.vocabulary import ClaimClass
+from eceb_worker.io.bundles import check_new_directory
+from eceb_worker.pipeline.publication import assemble_bundle, check_bundle, write_bundle
+
+__all__ = ["publish"]
+
+
+def _directory(_ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A local directory path (a URL is a usage error: bundles are local directories)."""
+    if value is None:
+        return None
+    try:
+        check_location(value, s3=False)
+    except ValueError as exc:  # the message shows the URL without its credentials
+        raise click.BadParameter(str(exc), param=param) from None
+    return Path(value)
+
+
+def _files(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Path, ...]:
+    """Local file paths (:func:`local_path` of each)."""
+    return tuple(path for value in values if (path := local_path(ctx, param, value)) is not None)
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, metavar="BENCHMARK RUN REPORT", callback=_files)
+@click.option("-o", "--output", "output", callback=_directory, metavar="DIR", help="The bundle: a new directory.")
+@click.option("--sources", "sources", callback=local_path, metavar="FILE", help="Sources file (sources-v0.1).")
+@click.option(
+    "--declarations", callback=local_path, metavar="FILE", help="Declarations file (declarations-v0.1), optional."
+)
+@click.option("--implementation-revision", metavar="REV", help="Revision of the context-construction implementation.")
+@click.option(
+    "--claim",
+    "claimed",
+    type=click.Choice(get_args(ClaimClass)),
+    help="Claim class the bundle states (default: the run's own).",
+)
+@click.option("--check", "check_dir", callback=_directory, metavar="DIR", help="Verify the bundle in DIR instead.")
+@click.option(
+    "--corpus", "source", callback=location, help="With --check: the corpus, a directory or s3://bucket/prefix."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as one JSON object.")
+@source_options
+@handle_errors
+def publish(
+    inputs: tuple[Path, ...],
+    output: Path | None,
+    sources: Path | None,
+    declarations: Path | None,
+    implementation_revision: str | None,
+    claimed: ClaimClass | None,
+    check_dir: Path | None,
+    source: str | None,
+    as_json: bool,
+    endpoint_url: str | None,
+    workers: int,
+    concurrency: int,
+    shard_bytes: int,
+) -> None:
+    """Assemble a publication bundle from BENCHMARK, RUN and REPORT (local
+    files) into the new directory -o DIR, or verify one with --check DIR
+    --corpus CORPUS.
+
+    The bundle copies the benchmark, its registry, the run, the report, the
+    --sources file and the --declarations file, and binds each by size and
+    BLAKE3 digest in manifest.json, with every item ECEB-0.1 §16 requires:
+    corpus and task roots, source licences and redistribution status, the
+    --implementation-revision, model, judge, tokenizer and pricing
+    identities, the raw measurements, every exclusion, timeout, retry and
+    failed task, uncertainty, human-review status. The claim class (--claim,
+    default the run's) must be supported by the evidence (§15): every reason
+    it is not is named and nothing is written.
+
+    --check re-hashes every bound file (naming each missing, changed or
+    added one), derives the manifest again from the files, judges the claim
+    class, and recomputes the report from the bundled benchmark and run and
+    the corpus, comparing bytes. Exit 0 when it verifies, 11 when refused
+    (every reason listed), 3 for an invalid manifest or input, 4 when the
+    corpus does not verify, 6 when -o exists or cannot be written.
+    """
+    if check_dir is not None:
+        if inputs or output is not None or sources is not None or declarations is not None:
+            raise click.UsageError("--check DIR takes only --corpus (and its storage options): no inputs, -o or files")
+        if implementation_revision is not None or claimed is not None:
+            raise click.UsageError("--check DIR judges the claim the bundle states: give no --claim or revision")
+        if source is None:
+            raise click.UsageError("--check needs --corpus: the report is recomputed from the corpus")
+        spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
+        try:
+            checked = check_bundle(check_dir, spec, executor=InProcessExecutor(workers), shard_bytes=shard_bytes)
+        except VerificationError as exc:
+            print_findings(exc.report)  # type: ignore[arg-type]
+            raise
+        if as_json:
+            click.echo(canonical_json(checked.manifest).decode())
+        manifest = checked.manifest
+        (info if as_json else say)(
+            f"bundle {check_dir} verified: {len(manifest.files)} files bound, the report recomputed byte for byte, "
+            f"claim class {manifest.claim.claimed} supported; manifest BLAKE3 {checked.manifest_digest}"
+        )
+        return
+    if source is not None:
+        raise click.UsageError("--corpus applies to --check only")
+    if len(inputs) != 3:
+        raise click.UsageError("give BENCHMARK RUN REPORT (or --check DIR)")
+    missing = [name for name, value in (("-o", output), ("--sources", sources)) if value is None]
+    if not (implementation_revision or "").strip():
+        missing.append("--implementation-revision")
+    if missing:
+        raise click.UsageError(f"missing {', '.join(missing)}")
+    assert output is not None and sources is not None and implementation_revision is not None
+    given = [*inputs, sources, *([declarations] if declarations is not None else [])]
+    check_new_directory(output, given)
+    benchmark_at, run_at, report_at = inputs
+    bundle = assemble_bundle(
+        benchmark_at,
+        run_at,
+        report_at,
+        sources_at=sources,
+        declarations_at=declarations,
+        implementation_revision=implementation_revision.strip(),
+        claimed=claimed,
+    )
+    digest = write_bundle(output, bundle)
+    if as_json:
+        click.echo(bundle.manifest_bytes().decode(), nl=False)
+    (info if as_json else say)(
+        f"bundle written to {output}: {len(bundle.manifest.files)} files bound, "
+        f"claim class {bundle.manifest.claim.claimed}; manifest BLAKE3 {digest}"
+    )
