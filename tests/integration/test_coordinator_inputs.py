@@ -20,6 +20,7 @@ import pytest
 
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.io.locations import Locator
@@ -162,6 +163,7 @@ def test_the_referenced_artifacts_evaluate_as_the_whole_registry(example: Path) 
             corpus_root=scanned.corpus_root,
             artifact_count=count,
             eceb_version="x",
+            disclosure_check=DISCLOSURE_OFF,
         )
 
     assert reduced(with_referenced, run) == reduced(with_everything, full.run)
