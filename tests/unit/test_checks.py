@@ -47,7 +47,7 @@ def load_and_check(benchmark: Path, run: Path) -> None:
 def test_seed_is_consistent() -> None:
     inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
     check_run_records(inputs.run, inputs.benchmark)
-    assert len(inputs.benchmark.tasks) == 13
+    assert len(inputs.benchmark.tasks) == 15
     assert inputs.run.observation_count == 86
 
 
