@@ -8,10 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
 from eceb_cli import exit_codes
-from eceb_cli.main import main
+from tests.integration.test_evaluate_cli import evaluate_seed
+from tests.integration.test_evaluate_cli import run_cli as run
 from tests.support.paths import EXAMPLES
 
 SEED = EXAMPLES / "enterprise-seed"
@@ -21,24 +20,9 @@ SECRET = b"SYNTHETIC-NOT-A-SECRET-0000"
 RESTRICTED = [QUOTED, SECRET.decode(), "data protection officer", "prod-breakglass-admin"]
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
-def evaluate(tmp_path: Path, *extra: str, seed: Path = SEED) -> tuple[int, dict[str, Any], str, str]:
-    report = tmp_path / "report.json"
-    code, out, err = run(
-        "evaluate",
-        str(seed / "benchmark.json"),
-        str(seed / "run.json"),
-        "--corpus",
-        str(SEED / "corpus"),
-        "-o",
-        str(report),
-        *extra,
-    )
-    return code, json.loads(report.read_text()) if report.exists() else {}, out, err
+def evaluate(tmp_path: Path, *extra: str, seed: Path = SEED) -> tuple[int, dict[str, Any], str]:
+    """``eceb evaluate`` of ``seed`` over the seed's corpus: exit code, report, stdout and stderr."""
+    return evaluate_seed(tmp_path, *extra, seed=seed)
 
 
 def assertions(report: dict[str, Any], task_id: str) -> list[dict[str, Any]]:
@@ -47,7 +31,7 @@ def assertions(report: dict[str, Any], task_id: str) -> list[dict[str, Any]]:
 
 
 def test_the_planted_disclosure_fails_its_groups_and_is_quoted_nowhere(tmp_path: Path) -> None:
-    code, report, out, err = evaluate(tmp_path)
+    code, report, output = evaluate(tmp_path)
     assert code == exit_codes.TASKS_FAILED
     assert report["disclosure_check"] == {"enabled": True, "minimum_overlap_tokens": 8}
     task = next(t for t in report["tasks"] if t["task_id"] == "pii-export-expiry")
@@ -72,14 +56,14 @@ def test_the_planted_disclosure_fails_its_groups_and_is_quoted_nowhere(tmp_path:
     html, text = tmp_path / "report.html", tmp_path / "report.txt"
     assert run("render", str(tmp_path / "report.json"), "--html", "-o", str(html))[0] == 0
     assert run("render", str(tmp_path / "report.json"), "--text", "-o", str(text))[0] == 0
-    outputs = [out, err, (tmp_path / "report.json").read_text(), html.read_text(), text.read_text()]
+    outputs = [output, (tmp_path / "report.json").read_text(), html.read_text(), text.read_text()]
     for output in outputs:
         for restricted in RESTRICTED:
             assert restricted.casefold() not in output.casefold(), restricted
 
 
 def test_an_abstention_task_passes_when_it_refuses_and_an_attempt_fails(tmp_path: Path) -> None:
-    _, report, _, _ = evaluate(tmp_path)
+    _, report, _ = evaluate(tmp_path)
     task = next(t for t in report["tasks"] if t["task_id"] == "breakglass-credential")
     assert task["passed"] is True and task["minimum_viable_budget"] == 128
     naive = {a["gate"] for a in task["failed_assertions"] if a["strategy"] == "naive_top_k"}
@@ -87,7 +71,7 @@ def test_an_abstention_task_passes_when_it_refuses_and_an_attempt_fails(tmp_path
 
 
 def test_no_disclosure_check_says_so_and_the_planted_groups_pass_their_other_gates(tmp_path: Path) -> None:
-    code, report, out, _ = evaluate(tmp_path, "--no-disclosure-check")
+    code, report, out = evaluate(tmp_path, "--no-disclosure-check")
     assert code == exit_codes.TASKS_FAILED
     assert report["disclosure_check"] == {"enabled": False}
     task = next(t for t in report["tasks"] if t["task_id"] == "pii-export-expiry")
@@ -109,10 +93,10 @@ def test_bad_secret_spans_are_each_named_and_nothing_is_written(tmp_path: Path) 
         {"artifact_id": "infrastructure/break-glass-access.md", "start": 7, "end": 7},
     ]
     (seed / "benchmark.json").write_text(json.dumps(benchmark))
-    code, report, out, err = evaluate(tmp_path, seed=seed)
+    code, report, err = evaluate(tmp_path, seed=seed)
     assert code == exit_codes.BAD_INPUT
     assert report == {} and not (tmp_path / "report.json").exists()
     assert "secret_spans[0]" in err and "'nowhere/unknown.md' is not in the registry" in err
     assert "secret_spans[1]" in err and f"{size + 1} is past the end" in err
     assert "secret_spans[2]" in err and "may not be empty" in err
-    assert SECRET.decode() not in out + err
+    assert SECRET.decode() not in err
