@@ -48,7 +48,7 @@ def test_seed_is_consistent() -> None:
     inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
     check_run_records(inputs.run, inputs.benchmark)
     assert len(inputs.benchmark.tasks) == 15
-    assert inputs.run.observation_count == 86
+    assert inputs.run.observation_count == 95
 
 
 def test_record_problems_alone_are_all_reported(tmp_path: Path) -> None:
