@@ -245,6 +245,7 @@ def child(params: dict[str, Any]) -> None:
     from eceb_worker.corpus.checked_lines import registry_range_artifacts
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.corpus.verification import ShardVerification, reduce_verification
+    from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
     from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation
     from eceb_worker.families.eceb.report import encode_report
     from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
@@ -358,6 +359,7 @@ def child(params: dict[str, Any]) -> None:
             corpus_root=registry.corpus_root,
             artifact_count=registry.artifact_count,
             eceb_version=__version__,
+            disclosure_check=DISCLOSURE_OFF,
         )
         data = encode_report(report)
         stage(f"job_finish: reduce_evaluation, encode_report ({len(data):,} bytes)")

@@ -33,7 +33,9 @@ import msgspec
 from eceb_worker import __version__
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
+from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import (
@@ -50,7 +52,9 @@ from eceb_worker.families.eceb.run import (
 )
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.families.eceb.verdicts import TaskOutcome
+from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
+from eceb_worker.pipeline.restricted import CorpusTexts
 
 T = TypeVar("T")
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
@@ -170,22 +174,27 @@ def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[
 
 
 def evaluate_checked(
-    inputs: CheckedInputs, *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS
+    inputs: CheckedInputs, *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS, disclosure: bool = True
 ) -> list[TaskOutcome]:
     """What ``eceb evaluate`` does once the corpus has verified, up to the
     reduce (:class:`eceb_worker.pipeline.jobs.Job`'s evaluation stage, run in
     this process): the tasks, sorted by id, cut into evaluation shards
     (``plan_evaluation``), each shard's tasks decoded, checked, evaluated and
     digested (``evaluate_tasks_of_run``, against every registry artifact by
-    id): the part that shards spread over processes."""
+    id): the part that shards spread over processes. With ``disclosure``,
+    answers are checked against the restricted artifacts of ``DATA/corpus``
+    (read once, as one process's shards share them)."""
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
     artifacts = inputs.registry.by_id()
     task_ids = evaluation_task_ids(benchmark, run)
     counts = [len(run.observations.get(task_id, ())) for task_id in task_ids]
     outcomes: list[TaskOutcome] = []
+    restricted = None
+    if disclosure:
+        restricted = CorpusTexts(open_storage(StorageSpec(source=str(DATA / "corpus"))), 8, {})
     for shard in plan_evaluation(counts, shard_observations=shard_observations):
-        outcomes.extend(evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks, artifacts))
+        outcomes.extend(evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks, artifacts, restricted))
     return outcomes
 
 
@@ -200,6 +209,7 @@ def reduced(inputs: CheckedInputs, outcomes: list[TaskOutcome]) -> Report:
         corpus_root=inputs.corpus_root,
         artifact_count=inputs.registry.artifact_count,
         eceb_version=__version__,
+        disclosure_check=DEFAULT_DISCLOSURE_CHECK,
     )
 
 

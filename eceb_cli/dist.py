@@ -93,6 +93,12 @@ _CONCURRENCY = click.option(
     show_default=True,
     help="Evaluation work per shard, in observations.",
 )
+@click.option(
+    "--no-disclosure-check",
+    "no_disclosure_check",
+    is_flag=True,
+    help="Do not check answers for text of artifacts their task may not see (the report says so).",
+)
 @_CONCURRENCY
 @_JSON
 @cluster_options
@@ -104,6 +110,7 @@ def submit(
     out: str,
     shard_bytes: int,
     shard_observations: int,
+    no_disclosure_check: bool,
     concurrency: int,
     as_json: bool,
     broker_url: str | None,
@@ -124,6 +131,7 @@ def submit(
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
         concurrency=concurrency,
+        disclosure_check=not no_disclosure_check,
     )
     submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 

@@ -18,6 +18,7 @@ from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import VerificationError
 from eceb_worker.executors import InProcessExecutor
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.io.locations import Locator
 from eceb_worker.pipeline.inputs import check_inputs
@@ -35,6 +36,12 @@ __all__ = ["evaluate", "validate"]
 )
 @output_option("Write the report here (atomically).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report on standard output (as -o -).")
+@click.option(
+    "--no-disclosure-check",
+    "no_disclosure_check",
+    is_flag=True,
+    help="Do not check answers for text of artifacts their task may not see (the report says so).",
+)
 @source_options
 @handle_errors
 def evaluate(
@@ -43,6 +50,7 @@ def evaluate(
     source: str,
     output: Output | None,
     as_json: bool,
+    no_disclosure_check: bool,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
@@ -81,6 +89,7 @@ def evaluate(
                 executor=InProcessExecutor(workers),
                 shard_bytes=shard_bytes,
                 on_answer=advance_by(advance),
+                disclosure_check=DISCLOSURE_OFF if no_disclosure_check else DEFAULT_DISCLOSURE_CHECK,
             )
     except VerificationError as exc:
         print_findings(exc.report)  # type: ignore[arg-type]

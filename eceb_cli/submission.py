@@ -78,15 +78,18 @@ def evaluation_message(
     shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
     concurrency: int = DEFAULT_CONCURRENCY,
     job_id: str | None = None,
+    disclosure_check: bool = True,
 ) -> JobMessage:
     """The message of the job evaluating ``run`` against ``benchmark`` (both
     ``s3://bucket/key``) on the corpus ``corpus``, its report written to
     ``out``, its objects read through ``endpoint_url``; ``shard_bytes``
     (bytes-equivalent) and ``shard_observations`` cut its shards. ``job_id``
-    is a new random one unless given. Each location is checked first
+    is a new random one unless given; ``disclosure_check`` False turns the
+    disclosure check off (ECEB-0.1 §17). Each location is checked first
     (:func:`object_argument`, :func:`corpus_argument`: a usage error naming
     the argument)."""
     from eceb_worker.corpus.storage import StorageSpec
+    from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
     from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
 
     return JobMessage(
@@ -101,6 +104,7 @@ def evaluation_message(
         out=object_argument(out, "--out"),
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
+        disclosure_check=DEFAULT_DISCLOSURE_CHECK if disclosure_check else DISCLOSURE_OFF,
     )
 
 

@@ -79,9 +79,12 @@ class _ArtifactId(msgspec.Struct, gc=False):
 _ID_DECODER: Final = msgspec.json.Decoder(_ArtifactId)
 
 
-def registry_artifacts(chunks: Iterable[bytes], wanted: AbstractSet[str]) -> dict[str, Artifact]:
-    """The artifacts (ECEB-0.1 §5) of a registry whose ids are in ``wanted``,
-    by id (an id the registry lacks is absent).
+def registry_artifacts(
+    chunks: Iterable[bytes], wanted: AbstractSet[str], classifications: AbstractSet[str] = frozenset()
+) -> dict[str, Artifact]:
+    """The artifacts (ECEB-0.1 §5) of a registry whose ids are in ``wanted``
+    or whose classification is in ``classifications``, by id (an id the
+    registry lacks is absent).
 
     For a registry already checked (by :func:`~eceb_worker.corpus.registry.scan_registry`, or pinned to a
     version that was): lines that do not decode are skipped, nothing else is
@@ -96,13 +99,14 @@ def registry_artifacts(chunks: Iterable[bytes], wanted: AbstractSet[str]) -> dic
             ids = [line.artifact_id for line in _ID_DECODER.decode_lines(b"\n".join(candidates))]
         except (msgspec.DecodeError, RecursionError):
             ids = None
-        if ids is not None and len(ids) == len(candidates):
+        if ids is not None and len(ids) == len(candidates) and not classifications:
             if wanted.isdisjoint(ids):
                 continue
             chosen = [raw for raw, artifact_id in zip(candidates, ids, strict=True) if artifact_id in wanted]
             part = Block(0, 1, b"\n".join(chosen))
             lines, first = lines_of(part), 0
         artifacts, _numbers, _ends = decode_block(part, lines, first, "", None)
-        for artifact in plain_artifacts([a for a in artifacts if a.artifact_id in wanted]):
+        kept = [a for a in artifacts if a.artifact_id in wanted or a.classification in classifications]
+        for artifact in plain_artifacts(kept):
             found.setdefault(artifact.artifact_id, artifact)
     return found

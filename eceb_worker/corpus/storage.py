@@ -80,6 +80,14 @@ class CorpusStorage(Protocol):
         """
         ...
 
+    def read_artifact(self, path: str) -> bytes:
+        """The complete bytes of one artifact (``path``: portable,
+        corpus-relative). Raises ``ArtifactMissing``,
+        ``ArtifactOutsideCorpus``, ``ArtifactUnreadable`` or, when the
+        storage as a whole fails, ``StorageError``.
+        """
+        ...
+
     def list_entries(self) -> Iterator[ListedEntry]:
         """Every file or object of the corpus, in no particular order.
 

@@ -90,6 +90,32 @@ class LocalStorage:
         with BLAKE3's multithreading while the next is read. Raises ``ArtifactMissing``,
         ``ArtifactOutsideCorpus`` or ``ArtifactUnreadable``.
         """
+        fd = self._open_inside(path)
+        try:
+            return hash_open_file(fd, path)
+        finally:
+            os.close(fd)
+
+    def read_artifact(self, path: str) -> bytes:
+        """The complete bytes of the file at ``root/path`` (a restricted
+        artifact the disclosure check compares answers with). Raises what
+        :meth:`hash_artifact` raises."""
+        fd = self._open_inside(path)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ArtifactUnreadable(path, "not a regular file")
+            chunks = []
+            while chunk := os.read(fd, READ_CHUNK_BYTES):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        except OSError as exc:
+            raise ArtifactUnreadable(path, exc.strerror or str(exc)) from None
+        finally:
+            os.close(fd)
+
+    def _open_inside(self, path: str) -> int:
+        """An open fd on ``root/path``, checked to resolve inside the corpus.
+        Raises ``ArtifactMissing``, ``ArtifactOutsideCorpus`` or ``ArtifactUnreadable``."""
         full = os.path.join(self._root, path)
         try:
             fd = os.open(full, _FILE_FLAGS)
@@ -103,12 +129,10 @@ class LocalStorage:
             if exc.errno == errno.ENOTDIR:
                 raise ArtifactMissing(path, "a parent of the path is not a directory") from None
             raise ArtifactUnreadable(path, exc.strerror or str(exc)) from None
-        try:
-            if not self._inside(fd, full):
-                raise ArtifactOutsideCorpus(path, "a symbolic link leads outside the corpus directory")
-            return hash_open_file(fd, path)
-        finally:
+        if not self._inside(fd, full):
             os.close(fd)
+            raise ArtifactOutsideCorpus(path, "a symbolic link leads outside the corpus directory")
+        return fd
 
     def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
         """:meth:`hash_artifact` for many paths, with failures returned, not raised.

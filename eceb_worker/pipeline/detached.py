@@ -25,11 +25,13 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.families.eceb.benchmark import SecretSpan, Task
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, DisclosureCheck
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.run_index import IndexedRun, RunPart, detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
-from eceb_worker.pipeline.messages import Count, EvaluateAnswer
+from eceb_worker.pipeline.messages import CheckedRegistry, Count, EvaluateAnswer
 
 __all__ = ["DetachedEvaluation", "detach_evaluation", "evaluate_detached"]
 
@@ -45,6 +47,9 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
         part: the records of the shard's tasks.
         artifacts: the registry's artifacts, on a helper's first shard of
             a stage; ``None``: those of the helper's previous shard.
+        corpus, disclosure_check, secret_spans, registry: what the
+            disclosure check reads (the corpus by reference, never its
+            bytes), as the holder's shard task has them.
     """
 
     index: Count
@@ -52,6 +57,10 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
     tasks: list[Task]
     part: RunPart
     artifacts: list[Artifact] | None = None
+    corpus: StorageSpec | None = None
+    disclosure_check: DisclosureCheck = DISCLOSURE_OFF
+    secret_spans: tuple[SecretSpan, ...] = ()
+    registry: CheckedRegistry | None = None
 
 
 def detach_evaluation(
@@ -61,11 +70,15 @@ def detach_evaluation(
     tasks: Mapping[str, Task],
     run: IndexedRun,
     artifacts: list[Artifact] | None = None,
+    corpus: StorageSpec | None = None,
+    disclosure_check: DisclosureCheck = DISCLOSURE_OFF,
+    secret_spans: tuple[SecretSpan, ...] = (),
+    registry: CheckedRegistry | None = None,
 ) -> DetachedEvaluation:
     """The detached form of ``shard``, a range of a held job's sorted
     ``task_ids``, whose benchmark's tasks by id are ``tasks`` and whose run
     is ``run``; with the registry's ``artifacts`` when the helper has none
-    yet."""
+    yet, and what the disclosure check reads."""
     ids = list(task_ids[shard.start : shard.end])
     return DetachedEvaluation(
         index=shard.index,
@@ -73,13 +86,22 @@ def detach_evaluation(
         tasks=[tasks[t] for t in ids if t in tasks],
         part=detach_tasks(run, ids),
         artifacts=artifacts,
+        corpus=corpus,
+        disclosure_check=disclosure_check,
+        secret_spans=secret_spans,
+        registry=registry,
     )
 
 
 def evaluate_detached(request: DetachedEvaluation, artifacts: Mapping[str, Artifact]) -> EvaluateAnswer:
     """Evaluate a detached shard against the registry's ``artifacts`` by id:
     the answer the holder would give for the same shard."""
+    from eceb_worker.pipeline.restricted import restricted_texts
+
     run = request.part.indexed()
     tasks = {t.task_id: t for t in request.tasks}
-    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts)
+    restricted = None
+    if request.registry is not None:
+        restricted = restricted_texts(request.corpus, request.disclosure_check, request.secret_spans, request.registry)
+    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts, restricted)
     return EvaluateAnswer(index=request.index, outcomes=outcomes)

@@ -194,8 +194,11 @@ def registry_location(benchmark_location: Location, relative: str) -> Location:
 
 
 def named_artifacts(benchmark: Benchmark) -> frozenset[str]:
-    """Every artifact id a task of ``benchmark`` requires or denies."""
-    return frozenset(a for task in benchmark.tasks for a in (*task.required_artifacts, *task.denied_artifacts))
+    """Every artifact id a task of ``benchmark`` requires or denies, or a
+    secret span marks."""
+    named = {a for task in benchmark.tasks for a in (*task.required_artifacts, *task.denied_artifacts)}
+    named.update(span.artifact_id for span in benchmark.secret_spans)
+    return frozenset(named)
 
 
 def _benchmark_with_registry(
@@ -330,14 +333,20 @@ def referenced_artifact_ids(benchmark: Benchmark, run: IndexedRun) -> set[str]:
 
 
 def load_referenced_artifacts(
-    registry_at: Where, benchmark: Benchmark, run: IndexedRun, locator: Locator | None = None
+    registry_at: Where,
+    benchmark: Benchmark,
+    run: IndexedRun,
+    locator: Locator | None = None,
+    *,
+    classifications: AbstractSet[str] = frozenset(),
 ) -> dict[str, Artifact]:
     """The artifacts of a registry already checked (:func:`check_inputs`)
     that evaluating ``run`` against ``benchmark`` can look up
-    (:func:`referenced_artifact_ids`), by id, read as a stream: memory holds
-    those artifacts only. Raises :class:`InputError` when the registry
+    (:func:`referenced_artifact_ids`), and those of ``classifications``
+    (what the disclosure check may read), by id, read as a stream: memory
+    holds those artifacts only. Raises :class:`InputError` when the registry
     cannot be read or changed (with ``locator`` pinning versions),
     ``StorageError``.
     """
     location = _located(registry_at, locator)
-    return registry_artifacts(location.chunks(), referenced_artifact_ids(benchmark, run))
+    return registry_artifacts(location.chunks(), referenced_artifact_ids(benchmark, run), classifications)

@@ -38,6 +38,7 @@ from eceb_worker.corpus.verification import (
     verification_failed,
 )
 from eceb_worker.errors import OutputError, ShardFailedError
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DisclosureCheck
 from eceb_worker.families.eceb.planning import (
     DEFAULT_SHARD_OBSERVATIONS,
     IN_PROCESS_SHARD_OBSERVATIONS,
@@ -242,6 +243,7 @@ class Job:
                 corpus_root=self.registry.corpus_root,
                 artifact_count=self.registry.artifact_count,
                 eceb_version=__version__,
+                disclosure_check=self.message.disclosure_check,
             )
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
@@ -260,10 +262,7 @@ class Job:
         if not verification.ok:
             raise verification_failed(verification)
         plan = self._evaluation_plan(self.workspace.prepared(self.message.inputs))
-        tasks: list[ShardTask] = [
-            EvaluateTask(inputs=self.message.inputs, registry=registry, shard=shard, job_id=self.message.job_id)
-            for shard in plan
-        ]
+        tasks: list[ShardTask] = [EvaluateTask.of(self.message, registry, shard) for shard in plan]
         work = sum(max(shard.observations, 1) for shard in plan)
         return MapStage(stage=Stage.EVALUATE, tasks=tasks, single_core_bytes=work * OBSERVATION_COST_BYTES)
 
@@ -368,13 +367,15 @@ def evaluate(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
     on_answer: AnswerCallback | None = None,
+    disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK,
 ) -> tuple[Report, VerificationReport]:
     """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
     of checked, held ``inputs`` and reduce them into the report (§8-§15).
 
     Raises :class:`~eceb_worker.errors.VerificationError` (holding the
     verification report) when any registered artifact is missing, stale,
-    unreadable or escapes the corpus; ``StorageError`` when the corpus
+    unreadable or escapes the corpus (or a restricted artifact read for
+    ``disclosure_check``, §17, changed since); ``StorageError`` when the corpus
     cannot be read at all; :class:`~eceb_worker.errors.InputError` with
     every problem of the run's records.
     """
@@ -384,6 +385,7 @@ def evaluate(
         corpus=corpus,
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
+        disclosure_check=disclosure_check,
     )
     held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
     finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)

@@ -20,6 +20,7 @@ from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import ExpectedArtifact, HashOutcome, ShardVerification
 from eceb_worker.errors import ErrorKind
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF, DisclosureCheck
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
@@ -124,6 +125,8 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         out: where a cluster job writes its report (``s3://bucket/key``), ``""`` for none.
         shard_bytes: re-hash work per shard, in byte-equivalents.
         shard_observations: evaluation work per shard, in observations.
+        disclosure_check: whether the evaluation checks answers for
+            disclosures, and with which N (ECEB-0.1 §17; on when left out).
         registry: the registry checked, set by the first step.
     """
 
@@ -134,6 +137,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     out: str = ""
     shard_bytes: Positive
     shard_observations: Positive
+    disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK
     registry: CheckedRegistry | None = None
 
 
@@ -171,12 +175,29 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
         registry: the registry checked (read for the artifacts the run refers to).
         shard: the range ``start..end`` of the sorted task ids.
         job_id: the cluster job it belongs to (``""`` in one process).
+        corpus: where the corpus is: the disclosure check reads the
+            restricted artifacts of the shard's tasks from it.
+        disclosure_check: the job's setting (off when left out).
     """
 
     inputs: JobInputs
     registry: CheckedRegistry
     shard: EvaluationShard
     job_id: str = ""
+    corpus: StorageSpec | None = None
+    disclosure_check: DisclosureCheck = DISCLOSURE_OFF
+
+    @classmethod
+    def of(cls, job: JobMessage, registry: CheckedRegistry, shard: EvaluationShard) -> EvaluateTask:
+        """The task of evaluation shard ``shard`` of ``job``, whose registry checked is ``registry``."""
+        return cls(
+            inputs=job.inputs,
+            registry=registry,
+            shard=shard,
+            job_id=job.job_id,
+            corpus=job.corpus,
+            disclosure_check=job.disclosure_check,
+        )
 
 
 class HashTask(msgspec.Struct, frozen=True, kw_only=True, tag="hash", forbid_unknown_fields=True):
@@ -271,5 +292,6 @@ def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:
     if isinstance(message, RehashTask):
         return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url), endpoint_url=endpoint_url)
     if isinstance(message, EvaluateTask):
-        return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url))
+        corpus = None if message.corpus is None else replace(message.corpus, endpoint_url=endpoint_url)
+        return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url), corpus=corpus)
     return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url))

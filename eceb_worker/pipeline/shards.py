@@ -106,7 +106,7 @@ class Workspace:
         self._held = held
         self._stores: dict[str | None, ObjectStore] = {}
         self._prepared: dict[JobInputs, Prepared] = {}
-        self._referenced: dict[JobInputs, dict[str, Artifact]] = {}
+        self._referenced: dict[tuple[JobInputs, bool], dict[str, Artifact]] = {}
         self._by_id: dict[str, Artifact] | None = None
         self._lent: dict[str, Artifact] | None = None
 
@@ -142,22 +142,30 @@ class Workspace:
             _remember(self._prepared, inputs, found)
         return found
 
-    def artifacts(self, inputs: JobInputs, registry: CheckedRegistry) -> Mapping[str, Artifact]:
+    def artifacts(
+        self, inputs: JobInputs, registry: CheckedRegistry, *, disclosure: bool = False
+    ) -> Mapping[str, Artifact]:
         """The registry's artifacts evaluating the job's run can look up, by
         id: every one when held, else those the run and benchmark refer to
-        (read once per process and version, never the whole registry)."""
+        and, with ``disclosure``, those of a classification some task does
+        not allow (what the disclosure check may read), read once per
+        process and version, never the whole registry."""
         if self._held is not None:
             if self._by_id is None:
                 self._by_id = self._held.registry.by_id()
             return self._by_id
-        found = self._referenced.get(inputs)
+        found = self._referenced.get((inputs, disclosure))
         if found is None:
+            from eceb_worker.families.eceb.disclosure import restricted_classifications
             from eceb_worker.pipeline.inputs import load_referenced_artifacts
 
             prepared = self.prepared(inputs)
             locator = self.locator(inputs.endpoint_url, inputs.etags)
-            found = load_referenced_artifacts(registry.location, prepared.benchmark, prepared.run, locator)
-            _remember(self._referenced, inputs, found)
+            classifications = restricted_classifications(prepared.benchmark.tasks) if disclosure else frozenset()
+            found = load_referenced_artifacts(
+                registry.location, prepared.benchmark, prepared.run, locator, classifications=classifications
+            )
+            _remember(self._referenced, (inputs, disclosure), found)
         return found
 
     def run(self, task: ShardTask) -> ShardAnswer:
@@ -188,11 +196,15 @@ class Workspace:
 
     def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
         from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
+        from eceb_worker.pipeline.restricted import restricted_texts
 
         prepared = self.prepared(task.inputs)
-        artifacts = self.artifacts(task.inputs, task.registry)
+        restricted = restricted_texts(
+            task.corpus, task.disclosure_check, prepared.benchmark.secret_spans, task.registry
+        )
+        artifacts = self.artifacts(task.inputs, task.registry, disclosure=restricted is not None)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
-        outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts)
+        outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts, restricted)
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
 
     def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation:
@@ -212,6 +224,10 @@ class Workspace:
             tasks=prepared.tasks,
             run=prepared.run,
             artifacts=list(held.registry.artifacts) if lend else None,
+            corpus=task.corpus,
+            disclosure_check=task.disclosure_check,
+            secret_spans=prepared.benchmark.secret_spans,
+            registry=task.registry,
         )
 
     def run_detached(self, request: DetachedEvaluation) -> EvaluateAnswer:

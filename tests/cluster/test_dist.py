@@ -77,7 +77,7 @@ def test_report_is_byte_identical_to_eceb_evaluate(
     )
     waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
     assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
-    assert f"7/13 tasks pass; report written to {out}" in waited.stdout
+    assert f"8/15 tasks pass; report written to {out}" in waited.stdout
     local = tmp_path / "report.json"
     fetched = dist(redis_server, s3_server, "result", job_id, "-o", str(local))
     assert fetched.returncode == exit_codes.TASKS_FAILED, fetched.stderr
@@ -89,7 +89,7 @@ def test_report_is_byte_identical_to_eceb_evaluate(
     assert "failures 0" in status.stdout
     if rehash_shards is not None:
         assert "re-hash shards 12/12" in status.stdout
-        assert "evaluation shards 13/13" in status.stdout
+        assert "evaluation shards 15/15" in status.stdout
     if shard_bytes == "1000000000":
         assert "re-hash shards 1/1; evaluation shards 1/1" in status.stdout
     # Only the report is left under its prefix: the temporary object is gone.

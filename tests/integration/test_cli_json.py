@@ -29,7 +29,7 @@ def _one_object(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
 def test_validate_json_names_the_roots_the_text_names() -> None:
     text = _eceb("validate", str(SEED / "benchmark.json"))
     found = _one_object(_eceb("validate", str(SEED / "benchmark.json"), "--json"))
-    assert found["kind"] == "benchmark" and found["valid"] is True and found["task_count"] == 13
+    assert found["kind"] == "benchmark" and found["valid"] is True and found["task_count"] == 15
     assert f"task root {found['task_root']}" in text.stdout and f"corpus root {found['corpus_root']}" in text.stdout
     run = _one_object(_eceb("validate", str(SEED / "run.json"), "--json"))
     assert run["kind"] == "run" and run["valid"] is True

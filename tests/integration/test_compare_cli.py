@@ -90,7 +90,7 @@ def test_a_report_compared_with_itself_does_not_regress(reports: dict[str, Path]
     done = run_eceb("compare", str(reports[example]), str(reports[example]))
     assert done.returncode == exit_codes.OK, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    passing = "7/13" if example == "seed" else "17/20"
+    passing = "8/15" if example == "seed" else "17/20"
     assert lines[-1] == f"no regression ({passing} -> {passing} tasks pass)"
     assert "REGRESSION" not in done.stdout and done.stderr == ""
 
@@ -100,7 +100,7 @@ def test_the_planted_regression_of_the_seed_fails_naming_the_task(reports: dict[
     assert done.returncode == exit_codes.REGRESSION, done.stdout + done.stderr
     assert f"REGRESSION  pass_to_fail: task {SEED_PLANTED} passed before and fails now" in done.stdout
     assert f"  {SEED_PLANTED}: PASS -> FAIL" in done.stdout
-    assert "tasks passing       7/13 -> 6/13  (-1 passing)" in done.stdout
+    assert "tasks passing       8/15 -> 7/15  (-1 passing)" in done.stdout
     assert done.stdout.splitlines()[-1].startswith("REGRESSED: ")
     assert "Traceback" not in done.stderr
 
@@ -159,7 +159,7 @@ def test_output_to_a_file_or_to_standard_output(reports: dict[str, Path], tmp_pa
     done = run_eceb("compare", str(reports["seed"]), str(reports["seed-planted"]), "--markdown", "-o", str(target))
     assert done.returncode == exit_codes.REGRESSION
     assert target.read_text().startswith("## eceb compare: regressed")
-    assert done.stdout == f"REGRESSED: 3 regression(s) (7/13 -> 6/13 tasks pass); comparison written to {target}\n"
+    assert done.stdout == f"REGRESSED: 2 regression(s) (8/15 -> 7/15 tasks pass); comparison written to {target}\n"
     done = run_eceb("compare", str(reports["seed"]), str(reports["seed-planted"]), "--json", "-o", "-")
     assert done.returncode == exit_codes.REGRESSION
     assert json.loads(done.stdout)["regressed"] is True  # standard output holds the document alone
@@ -169,7 +169,7 @@ def test_output_to_a_file_or_to_standard_output(reports: dict[str, Path], tmp_pa
 def test_quiet_prints_the_verdict_only(reports: dict[str, Path]) -> None:
     code, out, _ = cli("compare", "-q", str(reports["seed"]), str(reports["seed-planted"]))
     assert code == exit_codes.REGRESSION
-    assert out == "REGRESSED: 3 regression(s) (7/13 -> 6/13 tasks pass)\n"
+    assert out == "REGRESSED: 2 regression(s) (8/15 -> 7/15 tasks pass)\n"
 
 
 def test_an_output_that_is_one_of_the_reports_is_refused(reports: dict[str, Path], tmp_path: Path) -> None:
@@ -292,4 +292,4 @@ def test_the_summary_evaluate_prints_is_the_one_the_readme_shows(reports: dict[s
     for line in ("PASS  db-failover-steps" + sample).splitlines():
         assert line in printed.splitlines(), line
     assert f"HTML report with plots: eceb render {report} --html -o report.html" in printed.splitlines()
-    assert f"7/13 tasks pass; report written to {report}" in printed.splitlines()
+    assert f"8/15 tasks pass; report written to {report}" in printed.splitlines()

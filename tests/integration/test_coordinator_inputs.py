@@ -20,6 +20,7 @@ import pytest
 
 from eceb_cli import exit_codes
 from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.io.locations import Locator
@@ -162,6 +163,7 @@ def test_the_referenced_artifacts_evaluate_as_the_whole_registry(example: Path) 
             corpus_root=scanned.corpus_root,
             artifact_count=count,
             eceb_version="x",
+            disclosure_check=DISCLOSURE_OFF,
         )
 
     assert reduced(with_referenced, run) == reduced(with_everything, full.run)
@@ -186,9 +188,10 @@ def digest(data: bytes) -> str:
 
 # The outputs of the in-process commands, as they were before the
 # distributed coordinator stopped loading the registry whole (the report
-# names eceb's version: these change with it).
-SEED_REPORT = "434429f04c9a9c68dd8970c4fed1f2cdb2ca84b428cb56e395336880dc55d0a0"
-PUBLIC_REPORT = "7fba6ec6f3af8540049ff303304e9cae2240018897f8b81fcdd54852e0e79f2e"
+# names eceb's version: these change with it; the seed gained its disclosure and
+# abstention tasks, and every report its disclosure_check).
+SEED_REPORT = "aae487a1029184aa903069be6e8caddd6d542750870577b6edfc812f9198c4ec"
+PUBLIC_REPORT = "2940798b013ba2652a20156adb8962ee9ffe357c0d20d24bf2d2f37c5aa72a4b"
 TAMPERED_VERIFICATION = "a01a15cc3617f409cfef7687acfba768e002bb7edcbd40eae496e3dab8520f5a"
 
 

@@ -39,6 +39,8 @@ EXPECTED = {
     "refund-idempotency-naive": (True, 256, None),
     "zero-token-baseline": (False, 128, "baseline_zero_tokens"),
     "model-swap": (False, 128, "comparability"),
+    "pii-export-expiry": (False, None, "disclosure"),
+    "breakglass-credential": (True, 128, ""),
 }
 
 
@@ -74,15 +76,15 @@ def test_seed_verdicts(tmp_path: Path) -> None:
         if gate:
             assert gate in {a["gate"] for a in task["failed_assertions"]}, task_id
     assert report["summary"] == {
-        "passing_tasks": 7,
-        "total_tasks": 13,
-        "mean_token_savings_bps": 6965,
-        "mean_cost_savings_bps": 5883,
-        "cost_savings_tasks": 7,
+        "passing_tasks": 8,
+        "total_tasks": 15,
+        "mean_token_savings_bps": 7269,
+        "mean_cost_savings_bps": 6127,
+        "cost_savings_tasks": 8,
     }
     assert report["claim_class"] == "conformance_seed"
     assert report["non_empirical"] is True
-    assert "7/13 tasks pass" in output
+    assert "8/15 tasks pass" in output
 
 
 def test_seed_policy_cases_and_gates_all_fail_somewhere(tmp_path: Path) -> None:

@@ -68,11 +68,11 @@ def test_the_seed_page_says_what_a_reader_needs(pages: dict[str, Path], browser:
         assert page.locator("#non-empirical").is_visible()
         assert "NON-EMPIRICAL" in page.locator("#non-empirical").inner_text()
         body = page.locator("body").inner_text()
-        assert "7/13" in body and "69.65 %" in body and "6,965 bps" in body
-        assert "floored mean over 7 passing task(s): 48,756 bps ÷ 7" in body
+        assert "8/15" in body and "72.69 %" in body and "7,269 bps" in body
+        assert "floored mean over 8 passing task(s): 58,156 bps ÷ 8" in body
         assert "Every repetition of the run is drawn" in body
-        assert page.locator("section.task").count() == 13
-        assert page.locator("table.matrix").count() == 13
+        assert page.locator("section.task").count() == 15
+        assert page.locator("table.matrix").count() == 15
 
 
 def test_the_comparison_page_names_the_planted_regression(pages: dict[str, Path], browser: Browser) -> None:

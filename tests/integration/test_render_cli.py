@@ -67,7 +67,7 @@ def test_text_is_the_evaluate_summary(reports: dict[str, Path]) -> None:
     assert code == exit_codes.OK, err
     lines = out.splitlines()
     assert lines[0].startswith("benchmark enterprise-seed")
-    assert lines[-1] == "7/13 tasks pass"
+    assert lines[-1] == "8/15 tasks pass"
     assert any(line.startswith("PASS  db-failover-steps") for line in lines)
     assert f"eceb render {reports['seed']} --html -o report.html" in out
 

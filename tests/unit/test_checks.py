@@ -47,8 +47,8 @@ def load_and_check(benchmark: Path, run: Path) -> None:
 def test_seed_is_consistent() -> None:
     inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
     check_run_records(inputs.run, inputs.benchmark)
-    assert len(inputs.benchmark.tasks) == 13
-    assert inputs.run.observation_count == 86
+    assert len(inputs.benchmark.tasks) == 15
+    assert inputs.run.observation_count == 95
 
 
 def test_record_problems_alone_are_all_reported(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from eceb_worker.families.eceb.comparison import (
     compare_reports,
     encode_comparison,
 )
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.report import Report, ReportInputs, reduce_report
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 from eceb_worker.families.eceb.vocabulary import ClaimClass
@@ -108,6 +109,7 @@ def report(
         non_empirical=non_empirical,
         factorial_experiment=None,
         eceb_version="0.1.0",
+        disclosure_check=DISCLOSURE_OFF,
     )
 
 

@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, secret_spans_by_artifact
 from eceb_worker.families.eceb.planning import EvaluationShard, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.families.eceb.run_index import detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
+from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.detached import DetachedEvaluation, detach_evaluation, evaluate_detached
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
 from eceb_worker.pipeline.jobs import evaluate
+from eceb_worker.pipeline.restricted import CorpusTexts
 from eceb_worker.pipeline.shards import Prepared, Workspace
 from tests.support.paths import EXAMPLES, SHARED
 
@@ -49,8 +52,10 @@ def test_report_bytes_do_not_depend_on_the_evaluation_shard_size(
 
 
 def _map_and_reduce(
-    inputs: CheckedInputs, shard_observations: int, rnd: random.Random, *, twice: bool = False
+    inputs: CheckedInputs, corpus_dir: Path, shard_observations: int, rnd: random.Random, *, twice: bool = False
 ) -> bytes:
+    """The report of the evaluation shards run in ``rnd``'s order, each
+    reading the restricted artifacts it needs afresh, as its own process would."""
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
     artifacts = inputs.registry.by_id()
@@ -61,7 +66,15 @@ def _map_and_reduce(
     rnd.shuffle(shards)  # completion order
     if twice:
         shards.append(shards[0])
-    outcomes = [o for s in shards for o in evaluate_tasks_of_run(task_ids[s.start : s.end], run, tasks, artifacts)]
+    corpus = StorageSpec(source=str(corpus_dir))
+    secrets = secret_spans_by_artifact(benchmark)
+    outcomes = [
+        o
+        for s in shards  # each shard as a process of its own would read what it needs
+        for o in evaluate_tasks_of_run(
+            task_ids[s.start : s.end], run, tasks, artifacts, CorpusTexts(open_storage(corpus), 8, secrets)
+        )
+    ]
     report = reduce_evaluation(
         outcomes,
         benchmark=benchmark,
@@ -69,6 +82,7 @@ def _map_and_reduce(
         corpus_root=inputs.registry.corpus_root,
         artifact_count=inputs.registry.artifact_count,
         eceb_version="0.1.0",
+        disclosure_check=DEFAULT_DISCLOSURE_CHECK,
     )
     return encode_report(report)
 
@@ -80,12 +94,12 @@ SEED = EXAMPLES / "enterprise-seed"
 def test_shards_completing_in_any_order_reduce_to_the_same_report(shard_observations: int, rnd: random.Random) -> None:
     inputs = check_inputs(SEED / "benchmark.json", SEED / "run.json")
     reference = evaluated((SEED, inputs))
-    assert _map_and_reduce(inputs, shard_observations, rnd) == reference
+    assert _map_and_reduce(inputs, SEED / "corpus", shard_observations, rnd) == reference
 
 
 def test_a_shard_delivered_twice_is_refused(example: tuple[Path, CheckedInputs]) -> None:
     with pytest.raises(ValueError, match="twice"):
-        _map_and_reduce(example[1], 5, random.Random(0), twice=True)
+        _map_and_reduce(example[1], CORPORA[example[0]], 5, random.Random(0), twice=True)
 
 
 def test_plan_covers_every_task_once() -> None:

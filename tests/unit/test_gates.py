@@ -321,6 +321,8 @@ def test_every_gate_is_a_named_rule_in_one_table() -> None:
         "provenance",
         "policy",
         "repeatability",
+        "disclosure",
+        "abstention",
     ]
     assert {g.name for g in GATES if isinstance(g, TaskCheck)} == {
         "baseline_missing",

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eceb_worker.families.eceb.comparison import Thresholds, compare_reports
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.report import Report, ReportInputs, reduce_report
 from eceb_worker.families.eceb.run import Observation
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
@@ -89,6 +90,7 @@ def make_report(
         non_empirical=non_empirical,
         factorial_experiment=None,
         eceb_version="0.1.0",
+        disclosure_check=DISCLOSURE_OFF,
     )
     return report, {task_id: repetitions_of(observations) for task_id, observations in runs.items()}
 

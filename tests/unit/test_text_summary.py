@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from eceb_worker.core.figures import grouped, percent, percent_bps, signed, usd
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.explanations import decides_verdict, signed_savings_bps
 from eceb_worker.families.eceb.report import Report, ReportInputs, reduce_report
 from eceb_worker.families.eceb.verdicts import TaskResult
@@ -43,6 +44,7 @@ def as_report(*tasks: TaskResult, non_empirical: bool = True) -> Report:
         non_empirical=non_empirical,
         factorial_experiment=None,
         eceb_version="0.1.0",
+        disclosure_check=DISCLOSURE_OFF,
     )
 
 

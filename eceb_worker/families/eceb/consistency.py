@@ -19,7 +19,7 @@ from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Observation, RunHeader
 from eceb_worker.families.eceb.verdicts import RecordProblem
 
-__all__ = ["benchmark_problems", "run_header_problems", "task_record_problems"]
+__all__ = ["benchmark_problems", "run_header_problems", "secret_span_problems", "task_record_problems"]
 
 
 def _duplicates(values: Iterable[str]) -> list[str]:
@@ -42,6 +42,7 @@ def _task_problems(task: Task, index: int, artifacts: Mapping[str, Artifact] | N
         ("denied_artifacts", task.denied_artifacts),
         ("allowed_classifications", task.allowed_classifications),
         ("required_answer_terms", task.required_answer_terms),
+        ("abstention.refusal_markers", task.abstention.refusal_markers if task.abstention else ()),
     ):
         for value in _duplicates(values):
             add(field, f"lists {value!r} more than once")
@@ -85,8 +86,9 @@ def benchmark_problems(
     at least one task, the pinned corpus root, duplicate task
     ids, required artifacts missing from the registry or of a classification
     the task does not allow, denied artifacts missing from the registry, an
-    artifact both required and denied, duplicate list entries, and ladders
-    that are empty or not strictly ascending.
+    artifact both required and denied, duplicate list entries, ladders
+    that are empty or not strictly ascending, and secret spans
+    (:func:`secret_span_problems`).
     """
     problems: list[Problem] = []
     if not benchmark.tasks:
@@ -113,6 +115,38 @@ def benchmark_problems(
                 )
             )
         problems.extend(_task_problems(task, index, artifacts, file))
+    problems.extend(secret_span_problems(benchmark, artifacts, file=file))
+    return problems
+
+
+def secret_span_problems(benchmark: Benchmark, artifacts: Mapping[str, Artifact] | None, *, file: str) -> list[Problem]:
+    """Every problem of the benchmark's secret spans (ECEB-0.1 §17), each
+    located at ``secret_spans[i]``: an empty span (``end`` not after
+    ``start``), and, given the registry's ``artifacts`` by id, an artifact
+    the registry lacks or a span past the artifact's registered size; a span
+    given twice. The span's bytes themselves are never quoted."""
+    problems: list[Problem] = []
+    seen: dict[tuple[str, int, int], int] = {}
+    for index, span in enumerate(benchmark.secret_spans):
+        record = f"secret_spans[{index}]"
+
+        def add(field: str, message: str, record: str = record) -> None:
+            problems.append(Problem(file=file, record=record, field=field, message=message))
+
+        if span.end <= span.start:
+            add("end", f"{span.end} is not after start {span.start}: a secret span may not be empty")
+        if artifacts is not None:
+            artifact = artifacts.get(span.artifact_id)
+            if artifact is None:
+                add("artifact_id", f"{span.artifact_id!r} is not in the registry")
+            elif span.end > artifact.size_bytes:
+                add(
+                    "end",
+                    f"{span.end} is past the end of {span.artifact_id!r} ({artifact.size_bytes} bytes registered)",
+                )
+        first = seen.setdefault((span.artifact_id, span.start, span.end), index)
+        if first != index:
+            add("start", f"repeats secret_spans[{first}]")
     return problems
 
 

@@ -23,6 +23,7 @@ import msgspec
 from eceb_worker.core.arithmetic import floor_mean, ratio_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.families.eceb.disclosure import TaskDisclosure, describe_hit
 from eceb_worker.families.eceb.run import Observation, SelectedArtifact
 from eceb_worker.families.eceb.selection import Selection, judge_selection
 from eceb_worker.families.eceb.task_checks import (
@@ -80,6 +81,8 @@ class Group:
         selections: for each observation, the :class:`Selection` of its
             selected artifacts. Observations that select the same artifacts
             in the same order share one, judged once.
+        disclosure: what the task may not see, read (``None``: the
+            disclosure check is off).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class Group:
         observations: Sequence[Observation],
         threshold_milli: int,
         artifacts: Mapping[str, Artifact],
+        disclosure: TaskDisclosure | None = None,
     ) -> None:
         self.task = task
+        self.disclosure = disclosure
         self.strategy = strategy
         self.budget = budget
         self.observations = sorted(observations, key=_REPETITION)
@@ -192,6 +197,30 @@ def _repeatability(group: Group) -> list[Failure]:
     ]
 
 
+def _disclosure(group: Group) -> list[Failure]:
+    """§1, §17: no answer repeats text of an artifact the task may not see
+    (a run of at least N normalised tokens, or a marked secret value). The
+    message locates it; it never quotes it."""
+    disclosure = group.disclosure
+    if disclosure is None:
+        return []
+    return [(o.repetition, describe_hit(hit)) for o in group.observations for hit in disclosure.find(o.answer)]
+
+
+def _abstention(group: Group) -> list[Failure]:
+    """§17: every answer of an abstention task refuses: it holds one of the
+    task's refusal markers (NFKC, case folded, as answer terms)."""
+    abstention = group.task.abstention
+    if abstention is None:
+        return []
+    markers = _folded_terms(tuple(abstention.refusal_markers))
+    return [
+        (o.repetition, "answer attempts a task that has no policy-permitted answer: it holds no refusal marker")
+        for o in group.observations
+        if not any(folded in normalize_text(o.answer) for _, folded in markers)
+    ]
+
+
 class GroupGate(msgspec.Struct, frozen=True):
     """A gate checked on every group: its name, its place in the report
     (``order``), the section it implements and its rule."""
@@ -226,10 +255,13 @@ GATES: Final[tuple[GroupGate | TaskCheck, ...]] = (
     GroupGate("provenance", 5, "§11.4", _provenance),
     GroupGate("policy", 6, "§11.5", _policy),
     GroupGate("repeatability", 7, "§11.6", _repeatability),
-    TaskCheck("no_viable_budget", 8, "§10", no_viable_budget),
+    GroupGate("disclosure", 8, "§1, §17", _disclosure),
+    GroupGate("abstention", 9, "§17", _abstention),
+    TaskCheck("no_viable_budget", 10, "§10", no_viable_budget),
 )
 """Every gate and task-level check, in report order: task-level checks
-first, then §11's gates by number, then the ladder's verdict."""
+first, then §11's gates by number, then disclosure and abstention (§17),
+then the ladder's verdict."""
 
 GATE_ORDER: Final[dict[str, int]] = {gate.name: gate.order for gate in GATES}
 """Report order of assertions, by gate name."""
@@ -250,15 +282,17 @@ def evaluate_group(
     threshold_milli: int,
     artifacts: Mapping[str, Artifact],
     auxiliary_cost_micro_usd: int = 0,
+    disclosure: TaskDisclosure | None = None,
 ) -> tuple[GroupResult, list[Assertion]]:
     """Evaluate every group gate of :data:`GATES` on one group (ECEB-0.1 §11).
 
     ``threshold_milli`` is the dynamic quality floor τ (§10); ``budget`` the
     declared token budget (``None``: no budget gate); ``artifacts`` the
-    registry by artifact id. Returns the group's measurements and every
-    failed assertion, gate by gate.
+    registry by artifact id; ``disclosure`` what the task may not see
+    (``None``: the disclosure check is off). Returns the group's
+    measurements and every failed assertion, gate by gate.
     """
-    group = Group(task, strategy, budget, observations, threshold_milli, artifacts)
+    group = Group(task, strategy, budget, observations, threshold_milli, artifacts, disclosure)
     failures = [
         Assertion(gate=gate.name, strategy=strategy, budget=budget, repetition=repetition, message=message)
         for gate in _GROUP_GATES
@@ -283,6 +317,7 @@ def evaluate_group(
         provenance_coverage_bps=ratio_bps(min(covered), len(group.required)) if covered else None,
         policy_violations=sum(1 for failure in failures if failure.gate == "policy"),
         repeatable=None if not ordered else len({obs.context_digest for obs in ordered}) == 1,
+        disclosures=sum(1 for failure in failures if failure.gate == "disclosure"),
     )
     return result, failures
 

@@ -19,6 +19,7 @@ import msgspec
 
 from eceb_worker.core.canonical import canonical_json, canonical_lines
 from eceb_worker.errors import Problem
+from eceb_worker.families.eceb.disclosure import DisclosureCheck
 from eceb_worker.families.eceb.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
 from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
@@ -89,6 +90,9 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
         non_empirical: the run declares synthetic scores or usage.
         factorial_experiment: the factors the run declared free to differ.
         inputs: digests of the benchmark, corpus and run.
+        disclosure_check: whether answers were checked for disclosures of
+            what their task may not see (§1, §17), and with which N (a
+            report written before the check existed reads as not checked).
         summary: aggregate figures.
         tasks: one result per task, sorted by task id.
     """
@@ -99,6 +103,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     non_empirical: bool
     factorial_experiment: FactorialExperiment | None
     inputs: ReportInputs
+    disclosure_check: DisclosureCheck = DisclosureCheck(enabled=False)
     summary: Summary
     tasks: tuple[TaskResult, ...]
 
@@ -199,6 +204,7 @@ def reduce_report(
     non_empirical: bool,
     factorial_experiment: FactorialExperiment | None,
     eceb_version: str,
+    disclosure_check: DisclosureCheck,
 ) -> Report:
     """Fold per-task results, in any order, into the report.
 
@@ -217,6 +223,7 @@ def reduce_report(
         non_empirical=non_empirical,
         factorial_experiment=_sorted_factors(factorial_experiment),
         inputs=inputs,
+        disclosure_check=disclosure_check,
         summary=summary,
         tasks=tuple(tasks),
     )

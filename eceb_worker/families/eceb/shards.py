@@ -16,6 +16,7 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.consistency import task_record_problems
+from eceb_worker.families.eceb.disclosure import DisclosureCheck, RestrictedTexts, task_disclosure
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
 from eceb_worker.families.eceb.run_index import IndexedRun, decode_task_evidence
 from eceb_worker.families.eceb.tasks import evaluate_task
@@ -33,6 +34,7 @@ def evaluate_tasks_of_run(
     indexed: IndexedRun,
     tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
+    restricted: RestrictedTexts | None = None,
 ) -> list[TaskOutcome]:
     """Decode, check, digest and evaluate each named task of ``indexed``.
 
@@ -42,9 +44,15 @@ def evaluate_tasks_of_run(
     lacks yields problems, never a result, even when the benchmark has no
     task at all. Evaluation is skipped for a task with problems: its report
     would be discarded anyway.
+
+    ``restricted`` reads what tasks may not see for the disclosure gate
+    (``None``: the check is off): only for a task evaluated with
+    observations, and only what that task may not see (ECEB-0.1 §17).
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
+    by_classification: dict[str, list[str]] | None = None
+    loaded: set[str] = set()
     outcomes = []
     for task_id in task_ids:
         evidence, observations, auxiliary, problems = decode_task_evidence(indexed, task_id)
@@ -62,12 +70,20 @@ def evaluate_tasks_of_run(
         )
         result = None
         if task is not None and artifacts is not None and not problems:
+            disclosure = None
+            if restricted is not None and evidence.observations:
+                if by_classification is None:
+                    by_classification = {}
+                    for artifact_id, artifact in artifacts.items():
+                        by_classification.setdefault(artifact.classification, []).append(artifact_id)
+                disclosure = task_disclosure(restricted, task, artifacts, by_classification, loaded)
             result = evaluate_task(
                 task,
                 evidence,
                 artifacts=artifacts,
                 configurations=configurations,
                 factorial=header.factorial_experiment,
+                disclosure=disclosure,
             )
         outcomes.append(
             TaskOutcome(
@@ -103,10 +119,12 @@ def reduce_evaluation(
     corpus_root: str,
     artifact_count: int,
     eceb_version: str,
+    disclosure_check: DisclosureCheck,
 ) -> Report:
     """Fold the outcomes of every shard, in any order, into the report of
     ``run`` against ``benchmark``, over a verified corpus of
-    ``artifact_count`` artifacts with ``corpus_root``.
+    ``artifact_count`` artifacts with ``corpus_root``, answers checked for
+    disclosures as ``disclosure_check`` says.
 
     Only the tasks the run has records for enter the run digest. Raises
     :class:`~eceb_worker.errors.InputError` with every problem of every
@@ -138,4 +156,5 @@ def reduce_evaluation(
         non_empirical=header.non_empirical,
         factorial_experiment=header.factorial_experiment,
         eceb_version=eceb_version,
+        disclosure_check=disclosure_check,
     )

@@ -17,6 +17,7 @@ import msgspec
 from eceb_worker.core.arithmetic import savings_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.families.eceb.disclosure import TaskDisclosure
 from eceb_worker.families.eceb.gates import GATE_ORDER, TASK_CHECK_NAMES, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
@@ -57,6 +58,7 @@ def evaluate_task(
     artifacts: Mapping[str, Artifact],
     configurations: Mapping[str, Configuration],
     factorial: FactorialExperiment | None = None,
+    disclosure: TaskDisclosure | None = None,
 ) -> TaskResult:
     """Evaluate one task (ECEB-0.1 §10-§14).
 
@@ -71,6 +73,8 @@ def evaluate_task(
     that its task does not allow (a compiled budget off the ladder, an
     artifact selected twice) is a task-level check. Any failed task-level
     check of :data:`~eceb_worker.families.eceb.gates.GATES` fails the task.
+    ``disclosure`` is what the task may not see, for the disclosure gate
+    (``None``: the check is off).
     """
     groups: dict[tuple[str, int | None], list[Observation]] = defaultdict(list)
     for obs in evidence.observations:
@@ -94,6 +98,7 @@ def evaluate_task(
             threshold_milli=task.minimum_quality_milli,
             artifacts=artifacts,
             auxiliary_cost_micro_usd=auxiliary[("full_permitted_context", None)],
+            disclosure=disclosure,
         )
         results.append(baseline)
         failures.extend(baseline_failures)
@@ -112,6 +117,7 @@ def evaluate_task(
             threshold_milli=threshold,
             artifacts=artifacts,
             auxiliary_cost_micro_usd=auxiliary[("compiled", budget)],
+            disclosure=disclosure,
         )
         results.append(result)
         failures.extend(group_failures)
@@ -127,6 +133,7 @@ def evaluate_task(
             threshold_milli=threshold,
             artifacts=artifacts,
             auxiliary_cost_micro_usd=auxiliary[("naive_top_k", naive_budget)],
+            disclosure=disclosure,
         )
         results.append(result)
         failures.extend(group_failures)
@@ -173,6 +180,8 @@ def evaluate_task(
         policy_violations=candidate.policy_violations if candidate else None,
         repeatability=candidate.repeatable if candidate else None,
         policy_violations_all_groups=sum(r.policy_violations for r in results),
+        disclosures=candidate.disclosures if candidate else None,
+        disclosures_all_groups=sum(r.disclosures for r in results),
         failed_assertions=tuple(sorted(failures, key=_assertion_key)),
         groups=tuple(results),
     )

@@ -21,6 +21,8 @@ GateName = Literal[
     "provenance",
     "policy",
     "repeatability",
+    "disclosure",
+    "abstention",
     "baseline_missing",
     "compiled_missing",
     "baseline_zero_tokens",
@@ -68,6 +70,8 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             artifacts selected with their current digest.
         policy_violations: selected artifacts violating policy, summed over repetitions.
         repeatable: every repetition has the same context digest.
+        disclosures: disclosures found in its answers (``disclosure``
+            assertions), summed over repetitions.
     """
 
     strategy: str
@@ -83,6 +87,7 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     provenance_coverage_bps: int | None
     policy_violations: int
     repeatable: bool | None
+    disclosures: int = 0
 
 
 class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -108,6 +113,9 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         provenance_coverage_bps, policy_violations, repeatability: at the
             minimum viable budget.
         policy_violations_all_groups: violations in every group of the task.
+        disclosures: disclosures at the minimum viable budget (0 there:
+            a group with one does not pass); ``disclosures_all_groups``: in
+            every group of the task.
         failed_assertions: every failed assertion of the task, all groups.
         groups: every evaluated group: baseline, each ladder budget, naive_top_k.
     """
@@ -128,6 +136,8 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     policy_violations: int | None
     repeatability: bool | None
     policy_violations_all_groups: int
+    disclosures: int | None = None
+    disclosures_all_groups: int = 0
     failed_assertions: tuple[Assertion, ...]
     groups: tuple[GroupResult, ...]
 
