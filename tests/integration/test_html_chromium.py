@@ -38,7 +38,7 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-PLOTS = {"enterprise-seed": 2 * 13, "public-eng-mix": 2 * 20, "comparison": 2}
+PLOTS = {"enterprise-seed": 2 * 15, "public-eng-mix": 2 * 20, "comparison": 2}
 
 
 @pytest.mark.parametrize("name", list(PLOTS))

@@ -88,6 +88,7 @@ def test_the_seed_bundle_states_its_retries_and_failed_tasks(seed_bundle: Path) 
     assert manifest["incidents"]["failed_tasks"] == sorted(
         [
             "pii-export-approval",
+            "pii-export-expiry",
             "vpc-subnet-zone",
             "breakglass-review",
             "incident-timeline",
