@@ -16,7 +16,7 @@ import uuid
 import click
 
 from eceb_cli import exit_codes
-from eceb_cli.arguments import seconds
+from eceb_cli.arguments import seconds, uncertainty_option
 from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.conventions import group_epilog
@@ -42,6 +42,7 @@ from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
 __all__ = ["main"]
@@ -93,6 +94,7 @@ _CONCURRENCY = click.option(
     show_default=True,
     help="Evaluation work per shard, in observations.",
 )
+@uncertainty_option
 @_CONCURRENCY
 @_JSON
 @cluster_options
@@ -104,6 +106,7 @@ def submit(
     out: str,
     shard_bytes: int,
     shard_observations: int,
+    uncertainty: UncertaintyMode,
     concurrency: int,
     as_json: bool,
     broker_url: str | None,
@@ -124,6 +127,7 @@ def submit(
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
         concurrency=concurrency,
+        uncertainty=uncertainty,
     )
     submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 

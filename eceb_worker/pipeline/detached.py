@@ -29,6 +29,7 @@ from eceb_worker.families.eceb.benchmark import Task
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.run_index import IndexedRun, RunPart, detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.pipeline.messages import Count, EvaluateAnswer
 
 __all__ = ["DetachedEvaluation", "detach_evaluation", "evaluate_detached"]
@@ -45,6 +46,7 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
         part: the records of the shard's tasks.
         artifacts: the registry's artifacts, on a helper's first shard of
             a stage; ``None``: those of the helper's previous shard.
+        uncertainty: the job's (ECEB-0.1 §16).
     """
 
     index: Count
@@ -52,6 +54,7 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
     tasks: list[Task]
     part: RunPart
     artifacts: list[Artifact] | None = None
+    uncertainty: UncertaintyMode = "bootstrap"
 
 
 def detach_evaluation(
@@ -61,11 +64,12 @@ def detach_evaluation(
     tasks: Mapping[str, Task],
     run: IndexedRun,
     artifacts: list[Artifact] | None = None,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> DetachedEvaluation:
     """The detached form of ``shard``, a range of a held job's sorted
     ``task_ids``, whose benchmark's tasks by id are ``tasks`` and whose run
     is ``run``; with the registry's ``artifacts`` when the helper has none
-    yet."""
+    yet; ``uncertainty`` the job's."""
     ids = list(task_ids[shard.start : shard.end])
     return DetachedEvaluation(
         index=shard.index,
@@ -73,6 +77,7 @@ def detach_evaluation(
         tasks=[tasks[t] for t in ids if t in tasks],
         part=detach_tasks(run, ids),
         artifacts=artifacts,
+        uncertainty=uncertainty,
     )
 
 
@@ -81,5 +86,5 @@ def evaluate_detached(request: DetachedEvaluation, artifacts: Mapping[str, Artif
     the answer the holder would give for the same shard."""
     run = request.part.indexed()
     tasks = {t.task_id: t for t in request.tasks}
-    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts)
+    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts, uncertainty=request.uncertainty)
     return EvaluateAnswer(index=request.index, outcomes=outcomes)

@@ -46,6 +46,7 @@ from eceb_worker.families.eceb.planning import (
 )
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import reduce_evaluation
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
 from eceb_worker.pipeline.messages import (
@@ -242,6 +243,7 @@ class Job:
                 corpus_root=self.registry.corpus_root,
                 artifact_count=self.registry.artifact_count,
                 eceb_version=__version__,
+                uncertainty=self.message.uncertainty,
             )
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
@@ -260,8 +262,11 @@ class Job:
         if not verification.ok:
             raise verification_failed(verification)
         plan = self._evaluation_plan(self.workspace.prepared(self.message.inputs))
+        job = self.message
         tasks: list[ShardTask] = [
-            EvaluateTask(inputs=self.message.inputs, registry=registry, shard=shard, job_id=self.message.job_id)
+            EvaluateTask(
+                inputs=job.inputs, registry=registry, shard=shard, job_id=job.job_id, uncertainty=job.uncertainty
+            )
             for shard in plan
         ]
         work = sum(max(shard.observations, 1) for shard in plan)
@@ -368,9 +373,11 @@ def evaluate(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
     on_answer: AnswerCallback | None = None,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> tuple[Report, VerificationReport]:
     """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
-    of checked, held ``inputs`` and reduce them into the report (§8-§15).
+    of checked, held ``inputs`` and reduce them into the report (§8-§15),
+    with the savings intervals ``uncertainty`` asks for (§16).
 
     Raises :class:`~eceb_worker.errors.VerificationError` (holding the
     verification report) when any registered artifact is missing, stale,
@@ -384,6 +391,7 @@ def evaluate(
         corpus=corpus,
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
+        uncertainty=uncertainty,
     )
     held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
     finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)

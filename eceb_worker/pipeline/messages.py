@@ -21,6 +21,7 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import ExpectedArtifact, HashOutcome, ShardVerification
 from eceb_worker.errors import ErrorKind
 from eceb_worker.families.eceb.planning import EvaluationShard
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
@@ -124,6 +125,8 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         out: where a cluster job writes its report (``s3://bucket/key``), ``""`` for none.
         shard_bytes: re-hash work per shard, in byte-equivalents.
         shard_observations: evaluation work per shard, in observations.
+        uncertainty: ``bootstrap`` (estimate the savings intervals) or
+            ``none`` (the report states they were not estimated), ECEB-0.1 §16.
         registry: the registry checked, set by the first step.
     """
 
@@ -134,6 +137,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     out: str = ""
     shard_bytes: Positive
     shard_observations: Positive
+    uncertainty: UncertaintyMode = "bootstrap"
     registry: CheckedRegistry | None = None
 
 
@@ -171,12 +175,14 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
         registry: the registry checked (read for the artifacts the run refers to).
         shard: the range ``start..end`` of the sorted task ids.
         job_id: the cluster job it belongs to (``""`` in one process).
+        uncertainty: the job's (:attr:`JobMessage.uncertainty`).
     """
 
     inputs: JobInputs
     registry: CheckedRegistry
     shard: EvaluationShard
     job_id: str = ""
+    uncertainty: UncertaintyMode = "bootstrap"
 
 
 class HashTask(msgspec.Struct, frozen=True, kw_only=True, tag="hash", forbid_unknown_fields=True):

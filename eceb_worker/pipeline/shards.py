@@ -192,7 +192,9 @@ class Workspace:
         prepared = self.prepared(task.inputs)
         artifacts = self.artifacts(task.inputs, task.registry)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
-        outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts)
+        outcomes = evaluate_tasks_of_run(
+            task_ids, prepared.run, prepared.tasks, artifacts, uncertainty=task.uncertainty
+        )
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
 
     def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation:
@@ -212,6 +214,7 @@ class Workspace:
             tasks=prepared.tasks,
             run=prepared.run,
             artifacts=list(held.registry.artifacts) if lend else None,
+            uncertainty=task.uncertainty,
         )
 
     def run_detached(self, request: DetachedEvaluation) -> EvaluateAnswer:

@@ -79,10 +79,30 @@ def test_seed_verdicts(tmp_path: Path) -> None:
         "mean_token_savings_bps": 6965,
         "mean_cost_savings_bps": 5883,
         "cost_savings_tasks": 7,
+        "token_savings_interval_bps": [4514, 8539],
+        "cost_savings_interval_bps": [3729, 7281],
     }
+    assert report["uncertainty"] == {
+        "method": "bootstrap_percentile",
+        "resamples": 1000,
+        "confidence_bps": 9500,
+        "seed": "008f2a27a451ed063127b91812385b45bd868b8cbafc236c8e6de04ca6d1e049",
+    }
+    # The seed's repetitions are identical: every resample is the point estimate.
+    assert tasks["db-failover-steps"]["token_savings_interval_bps"] == [8433, 8433]
+    assert tasks["db-failover-steps"]["cost_savings_interval_bps"] == [7666, 7666]
+    assert report["token_counts"] == {"compared": "provider_native", "local": "absent"}
     assert report["claim_class"] == "conformance_seed"
     assert report["non_empirical"] is True
     assert "7/13 tasks pass" in output
+
+
+def test_uncertainty_none_states_that_it_was_not_estimated(tmp_path: Path) -> None:
+    code, report, _ = evaluate_seed(tmp_path, "--uncertainty", "none")
+    assert code == exit_codes.TASKS_FAILED
+    assert report["uncertainty"] == {"method": "not_estimated", "resamples": 0, "confidence_bps": 0, "seed": None}
+    assert all(t["token_savings_interval_bps"] is None for t in report["tasks"])
+    assert report["summary"]["token_savings_interval_bps"] is None
 
 
 def test_seed_policy_cases_and_gates_all_fail_somewhere(tmp_path: Path) -> None:

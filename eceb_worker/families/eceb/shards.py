@@ -19,6 +19,7 @@ from eceb_worker.families.eceb.consistency import task_record_problems
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
 from eceb_worker.families.eceb.run_index import IndexedRun, decode_task_evidence
 from eceb_worker.families.eceb.tasks import evaluate_task
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode, task_seed
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
@@ -33,6 +34,8 @@ def evaluate_tasks_of_run(
     indexed: IndexedRun,
     tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
+    *,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> list[TaskOutcome]:
     """Decode, check, digest and evaluate each named task of ``indexed``.
 
@@ -41,7 +44,11 @@ def evaluate_tasks_of_run(
     check only, do not evaluate). A task id of the run that the benchmark
     lacks yields problems, never a result, even when the benchmark has no
     task at all. Evaluation is skipped for a task with problems: its report
-    would be discarded anyway.
+    would be discarded anyway. ``uncertainty`` ``"bootstrap"`` gives each
+    passing task its savings intervals, seeded from its id and records
+    digest (:func:`~eceb_worker.families.eceb.uncertainty.task_seed`), so
+    they do not depend on the shard that evaluates it; ``"none"`` leaves
+    them not estimated.
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
@@ -61,6 +68,7 @@ def evaluate_tasks_of_run(
             )
         )
         result = None
+        records_digest = task_records_digest(evidence.observations, evidence.auxiliary_costs)
         if task is not None and artifacts is not None and not problems:
             result = evaluate_task(
                 task,
@@ -68,14 +76,10 @@ def evaluate_tasks_of_run(
                 artifacts=artifacts,
                 configurations=configurations,
                 factorial=header.factorial_experiment,
+                bootstrap_seed=task_seed(task_id, records_digest) if uncertainty == "bootstrap" else None,
             )
         outcomes.append(
-            TaskOutcome(
-                task_id=task_id,
-                result=result,
-                records_digest=task_records_digest(evidence.observations, evidence.auxiliary_costs),
-                problems=tuple(problems),
-            )
+            TaskOutcome(task_id=task_id, result=result, records_digest=records_digest, problems=tuple(problems))
         )
     return outcomes
 
@@ -103,10 +107,12 @@ def reduce_evaluation(
     corpus_root: str,
     artifact_count: int,
     eceb_version: str,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> Report:
     """Fold the outcomes of every shard, in any order, into the report of
     ``run`` against ``benchmark``, over a verified corpus of
-    ``artifact_count`` artifacts with ``corpus_root``.
+    ``artifact_count`` artifacts with ``corpus_root``; ``uncertainty`` as
+    the map step was given it (:func:`evaluate_tasks_of_run`).
 
     Only the tasks the run has records for enter the run digest. Raises
     :class:`~eceb_worker.errors.InputError` with every problem of every
@@ -138,4 +144,5 @@ def reduce_evaluation(
         non_empirical=header.non_empirical,
         factorial_experiment=header.factorial_experiment,
         eceb_version=eceb_version,
+        uncertainty=uncertainty,
     )

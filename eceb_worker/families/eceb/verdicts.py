@@ -68,6 +68,10 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             artifacts selected with their current digest.
         policy_violations: selected artifacts violating policy, summed over repetitions.
         repeatable: every repetition has the same context digest.
+        local_prompt_tokens: floored mean of the observations'
+            ``local_prompt_tokens``, when every observation of the group
+            carries one (else ``None``): a local, non-authoritative count,
+            labelled apart and never compared (ECEB-0.1 §16).
     """
 
     strategy: str
@@ -83,6 +87,7 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     provenance_coverage_bps: int | None
     policy_violations: int
     repeatable: bool | None
+    local_prompt_tokens: int | None = None
 
 
 class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -110,6 +115,12 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         policy_violations_all_groups: violations in every group of the task.
         failed_assertions: every failed assertion of the task, all groups.
         groups: every evaluated group: baseline, each ladder budget, naive_top_k.
+        token_savings_interval_bps, cost_savings_interval_bps: the seeded
+            bootstrap percentile interval ``[lower, upper]`` of the saving
+            over the repetitions of the baseline and the minimum viable
+            budget (:mod:`eceb_worker.families.eceb.uncertainty`); ``None``
+            when not estimated: a failing task, uncertainty not asked for,
+            a group of one repetition, no saving (ECEB-0.1 §16).
     """
 
     task_id: str
@@ -130,6 +141,8 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     policy_violations_all_groups: int
     failed_assertions: tuple[Assertion, ...]
     groups: tuple[GroupResult, ...]
+    token_savings_interval_bps: tuple[int, int] | None = None
+    cost_savings_interval_bps: tuple[int, int] | None = None
 
 
 class RecordProblem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
