@@ -98,11 +98,13 @@ def test_seed_verdicts(tmp_path: Path) -> None:
 
 
 def test_uncertainty_none_states_that_it_was_not_estimated(tmp_path: Path) -> None:
-    code, report, _ = evaluate_seed(tmp_path, "--uncertainty", "none")
+    code, report, output = evaluate_seed(tmp_path, "--uncertainty", "none")
     assert code == exit_codes.TASKS_FAILED
     assert report["uncertainty"] == {"method": "not_estimated", "resamples": 0, "confidence_bps": 0, "seed": None}
     assert all(t["token_savings_interval_bps"] is None for t in report["tasks"])
     assert report["summary"]["token_savings_interval_bps"] is None
+    assert "uncertainty: not estimated" in output
+    assert "savings interval: not estimated for this report" in output
 
 
 def test_seed_policy_cases_and_gates_all_fail_somewhere(tmp_path: Path) -> None:
