@@ -283,3 +283,22 @@ def test_none_states_that_uncertainty_was_not_estimated(varied: Path) -> None:
     assert all(t.token_savings_interval_bps is None and t.cost_savings_interval_bps is None for t in report.tasks)
     assert report.summary.token_savings_interval_bps is None
     assert encode_report(report) == map_and_reduce(inputs, 5, random.Random(1), uncertainty="none")
+
+
+def test_a_report_whose_intervals_its_tasks_do_not_make_is_named(varied: Path) -> None:
+    import msgspec
+
+    inputs = check_inputs(SEED / "benchmark.json", varied)
+    report, _ = evaluate_job(inputs, StorageSpec(source=str(SEED / "corpus")))
+    assert report_problems(report, "r.json") == []
+    summary = msgspec.structs.replace(report.summary, token_savings_interval_bps=(0, 10_000))
+    problems = report_problems(msgspec.structs.replace(report, summary=summary), "r.json")
+    assert [(p.record, p.field) for p in problems] == [("summary", "token_savings_interval_bps")]
+    other = msgspec.structs.replace(report.uncertainty, seed="00" * 32)
+    problems = report_problems(msgspec.structs.replace(report, uncertainty=other), "r.json")
+    assert ("uncertainty", "seed") in [(p.record, p.field) for p in problems]
+    failing = next(t for t in report.tasks if not t.passed)
+    tampered = msgspec.structs.replace(failing, token_savings_interval_bps=(1, 2))
+    tasks = tuple(tampered if t is failing else t for t in report.tasks)
+    problems = report_problems(msgspec.structs.replace(report, tasks=tasks), "r.json")
+    assert [p.field for p in problems] == ["token_savings_interval_bps"]
