@@ -46,3 +46,24 @@ def seconds(_ctx: click.Context, param: click.Parameter, value: float | None) ->
     if value is not None and not (math.isfinite(value) and value > 0):
         raise click.BadParameter(f"{value} is not a finite number of seconds greater than 0", param=param)
     return value
+
+
+uncertainty_option = click.option(
+    "--uncertainty",
+    type=click.Choice(["bootstrap", "none"]),
+    default="bootstrap",
+    show_default=True,
+    help=(
+        "Savings intervals (ECEB-0.1 §16): bootstrap, a seeded 95 % percentile interval per passing task and for "
+        "the means; none, the report states they were not estimated."
+    ),
+)
+"""``--uncertainty {bootstrap,none}`` of ``eceb evaluate`` and ``eceb-dist submit``."""
+
+no_disclosure_check_option = click.option(
+    "--no-disclosure-check",
+    "no_disclosure_check",
+    is_flag=True,
+    help="Do not check answers for text of artifacts their task may not see (the report says so).",
+)
+"""``--no-disclosure-check`` of ``eceb evaluate`` and ``eceb-dist submit`` (ECEB-0.1 §17)."""

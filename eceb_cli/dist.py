@@ -16,7 +16,7 @@ import uuid
 import click
 
 from eceb_cli import exit_codes
-from eceb_cli.arguments import seconds
+from eceb_cli.arguments import no_disclosure_check_option, seconds, uncertainty_option
 from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.conventions import group_epilog
@@ -42,6 +42,7 @@ from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
 __all__ = ["main"]
@@ -93,12 +94,8 @@ _CONCURRENCY = click.option(
     show_default=True,
     help="Evaluation work per shard, in observations.",
 )
-@click.option(
-    "--no-disclosure-check",
-    "no_disclosure_check",
-    is_flag=True,
-    help="Do not check answers for text of artifacts their task may not see (the report says so).",
-)
+@no_disclosure_check_option
+@uncertainty_option
 @_CONCURRENCY
 @_JSON
 @cluster_options
@@ -111,6 +108,7 @@ def submit(
     shard_bytes: int,
     shard_observations: int,
     no_disclosure_check: bool,
+    uncertainty: UncertaintyMode,
     concurrency: int,
     as_json: bool,
     broker_url: str | None,
@@ -132,6 +130,7 @@ def submit(
         shard_observations=shard_observations,
         concurrency=concurrency,
         disclosure_check=not no_disclosure_check,
+        uncertainty=uncertainty,
     )
     submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 

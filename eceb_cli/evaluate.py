@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from eceb_cli import exit_codes
-from eceb_cli.arguments import local_path, location
+from eceb_cli.arguments import local_path, location, no_disclosure_check_option, uncertainty_option
 from eceb_cli.console import endpoint, handle_errors, progress
 from eceb_cli.conventions import info, is_quiet
 from eceb_cli.corpus import advance_by, print_findings, source_options
@@ -20,6 +20,7 @@ from eceb_worker.errors import VerificationError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
 from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.locations import Locator
 from eceb_worker.pipeline.inputs import check_inputs
 from eceb_worker.pipeline.jobs import evaluate as run_evaluation
@@ -36,12 +37,8 @@ __all__ = ["evaluate", "validate"]
 )
 @output_option("Write the report here (atomically).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report on standard output (as -o -).")
-@click.option(
-    "--no-disclosure-check",
-    "no_disclosure_check",
-    is_flag=True,
-    help="Do not check answers for text of artifacts their task may not see (the report says so).",
-)
+@no_disclosure_check_option
+@uncertainty_option
 @source_options
 @handle_errors
 def evaluate(
@@ -55,6 +52,7 @@ def evaluate(
     workers: int,
     concurrency: int,
     shard_bytes: int,
+    uncertainty: UncertaintyMode,
 ) -> None:
     """Evaluate RUN against BENCHMARK (ECEB-0.1) and write one report.
 
@@ -90,6 +88,7 @@ def evaluate(
                 shard_bytes=shard_bytes,
                 on_answer=advance_by(advance),
                 disclosure_check=DISCLOSURE_OFF if no_disclosure_check else DEFAULT_DISCLOSURE_CHECK,
+                uncertainty=uncertainty,
             )
     except VerificationError as exc:
         print_findings(exc.report)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ import click
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 
 if TYPE_CHECKING:
     from eceb_worker.pipeline.messages import JobMessage
@@ -79,11 +80,13 @@ def evaluation_message(
     concurrency: int = DEFAULT_CONCURRENCY,
     job_id: str | None = None,
     disclosure_check: bool = True,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> JobMessage:
     """The message of the job evaluating ``run`` against ``benchmark`` (both
     ``s3://bucket/key``) on the corpus ``corpus``, its report written to
     ``out``, its objects read through ``endpoint_url``; ``shard_bytes``
-    (bytes-equivalent) and ``shard_observations`` cut its shards. ``job_id``
+    (bytes-equivalent) and ``shard_observations`` cut its shards;
+    ``uncertainty`` asks for the savings intervals or not. ``job_id``
     is a new random one unless given; ``disclosure_check`` False turns the
     disclosure check off (ECEB-0.1 §17). Each location is checked first
     (:func:`object_argument`, :func:`corpus_argument`: a usage error naming
@@ -105,6 +108,7 @@ def evaluation_message(
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
         disclosure_check=DEFAULT_DISCLOSURE_CHECK if disclosure_check else DISCLOSURE_OFF,
+        uncertainty=uncertainty,
     )
 
 

@@ -31,6 +31,7 @@ from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, DisclosureCheck
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.run_index import IndexedRun, RunPart, detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.pipeline.messages import CheckedRegistry, Count, EvaluateAnswer
 
 __all__ = ["DetachedEvaluation", "detach_evaluation", "evaluate_detached"]
@@ -50,6 +51,7 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
         corpus, disclosure_check, secret_spans, registry: what the
             disclosure check reads (the corpus by reference, never its
             bytes), as the holder's shard task has them.
+        uncertainty: the job's (ECEB-0.1 §16).
     """
 
     index: Count
@@ -61,6 +63,7 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF
     secret_spans: tuple[SecretSpan, ...] = ()
     registry: CheckedRegistry | None = None
+    uncertainty: UncertaintyMode = "bootstrap"
 
 
 def detach_evaluation(
@@ -74,11 +77,12 @@ def detach_evaluation(
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF,
     secret_spans: tuple[SecretSpan, ...] = (),
     registry: CheckedRegistry | None = None,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> DetachedEvaluation:
     """The detached form of ``shard``, a range of a held job's sorted
     ``task_ids``, whose benchmark's tasks by id are ``tasks`` and whose run
     is ``run``; with the registry's ``artifacts`` when the helper has none
-    yet, and what the disclosure check reads."""
+    yet, and what the disclosure check reads; ``uncertainty`` the job's."""
     ids = list(task_ids[shard.start : shard.end])
     return DetachedEvaluation(
         index=shard.index,
@@ -90,6 +94,7 @@ def detach_evaluation(
         disclosure_check=disclosure_check,
         secret_spans=secret_spans,
         registry=registry,
+        uncertainty=uncertainty,
     )
 
 
@@ -103,5 +108,7 @@ def evaluate_detached(request: DetachedEvaluation, artifacts: Mapping[str, Artif
     restricted = None
     if request.registry is not None:
         restricted = restricted_texts(request.corpus, request.disclosure_check, request.secret_spans, request.registry)
-    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts, restricted)
+    outcomes = evaluate_tasks_of_run(
+        request.task_ids, run, tasks, artifacts, restricted, uncertainty=request.uncertainty
+    )
     return EvaluateAnswer(index=request.index, outcomes=outcomes)

@@ -47,6 +47,7 @@ from eceb_worker.families.eceb.planning import (
 )
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import reduce_evaluation
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
 from eceb_worker.pipeline.messages import (
@@ -244,6 +245,7 @@ class Job:
                 artifact_count=self.registry.artifact_count,
                 eceb_version=__version__,
                 disclosure_check=self.message.disclosure_check,
+                uncertainty=self.message.uncertainty,
             )
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
@@ -368,9 +370,11 @@ def evaluate(
     shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
     on_answer: AnswerCallback | None = None,
     disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> tuple[Report, VerificationReport]:
     """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
-    of checked, held ``inputs`` and reduce them into the report (§8-§15).
+    of checked, held ``inputs`` and reduce them into the report (§8-§15),
+    with the savings intervals ``uncertainty`` asks for (§16).
 
     Raises :class:`~eceb_worker.errors.VerificationError` (holding the
     verification report) when any registered artifact is missing, stale,
@@ -386,6 +390,7 @@ def evaluate(
         shard_bytes=shard_bytes,
         shard_observations=shard_observations,
         disclosure_check=disclosure_check,
+        uncertainty=uncertainty,
     )
     held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
     finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)

@@ -22,6 +22,7 @@ from eceb_worker.corpus.verification import ExpectedArtifact, HashOutcome, Shard
 from eceb_worker.errors import ErrorKind
 from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF, DisclosureCheck
 from eceb_worker.families.eceb.planning import EvaluationShard
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
@@ -127,6 +128,8 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         shard_observations: evaluation work per shard, in observations.
         disclosure_check: whether the evaluation checks answers for
             disclosures, and with which N (ECEB-0.1 §17; on when left out).
+        uncertainty: ``bootstrap`` (estimate the savings intervals) or
+            ``none`` (the report states they were not estimated), ECEB-0.1 §16.
         registry: the registry checked, set by the first step.
     """
 
@@ -138,6 +141,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     shard_bytes: Positive
     shard_observations: Positive
     disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK
+    uncertainty: UncertaintyMode = "bootstrap"
     registry: CheckedRegistry | None = None
 
 
@@ -178,6 +182,7 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
         corpus: where the corpus is: the disclosure check reads the
             restricted artifacts of the shard's tasks from it.
         disclosure_check: the job's setting (off when left out).
+        uncertainty: the job's (:attr:`JobMessage.uncertainty`).
     """
 
     inputs: JobInputs
@@ -186,6 +191,7 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
     job_id: str = ""
     corpus: StorageSpec | None = None
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF
+    uncertainty: UncertaintyMode = "bootstrap"
 
     @classmethod
     def of(cls, job: JobMessage, registry: CheckedRegistry, shard: EvaluationShard) -> EvaluateTask:
@@ -197,6 +203,7 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
             job_id=job.job_id,
             corpus=job.corpus,
             disclosure_check=job.disclosure_check,
+            uncertainty=job.uncertainty,
         )
 
 

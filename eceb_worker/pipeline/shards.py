@@ -204,7 +204,9 @@ class Workspace:
         )
         artifacts = self.artifacts(task.inputs, task.registry, disclosure=restricted is not None)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
-        outcomes = evaluate_tasks_of_run(task_ids, prepared.run, prepared.tasks, artifacts, restricted)
+        outcomes = evaluate_tasks_of_run(
+            task_ids, prepared.run, prepared.tasks, artifacts, restricted, uncertainty=task.uncertainty
+        )
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
 
     def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation:
@@ -228,6 +230,7 @@ class Workspace:
             disclosure_check=task.disclosure_check,
             secret_spans=prepared.benchmark.secret_spans,
             registry=task.registry,
+            uncertainty=task.uncertainty,
         )
 
     def run_detached(self, request: DetachedEvaluation) -> EvaluateAnswer:

@@ -28,11 +28,17 @@ import jinja2
 from markupsafe import Markup
 
 from eceb_worker.core.figures import grouped, percent, percent_bps, usd
-from eceb_worker.families.eceb.explanations import decides_verdict, signed_savings_bps
+from eceb_worker.families.eceb.explanations import (
+    CLAIM_CLASSES,
+    NOT_STRONGER_EVIDENCE,
+    decides_verdict,
+    signed_savings_bps,
+)
 from eceb_worker.families.eceb.gates import GATES, GroupGate
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 from eceb_worker.render.plots import COLOURS, Repetition, ladder_plot, tokens_plot
+from eceb_worker.render.text import uncertainty_text
 
 __all__ = [
     "CLAIM_CLASSES",
@@ -41,18 +47,6 @@ __all__ = [
     "report_header",
     "report_html",
 ]
-
-CLAIM_CLASSES: Final = {
-    "conformance_seed": (
-        "synthetic or hand-authored records proving the evaluator's behaviour; not a model-performance claim"
-    ),
-    "public_reproduction": "a public, immutable corpus and a replayable model and judge configuration",
-    "enterprise_proxy": "a public corpus built to resemble enterprise source mixtures and policy boundaries",
-    "enterprise_validated": (
-        "a real-enterprise evaluation with declared sampling, authorization, human review and reproducibility controls"
-    ),
-}
-"""What each claim class claims (ECEB-0.1 §15), as the page words it."""
 
 GROUP_GATES: Final[tuple[str, ...]] = tuple(gate.name for gate in GATES if isinstance(gate, GroupGate))
 """The rows of the gates matrix: the group gates of ECEB-0.1 §11 and §13, in report order."""
@@ -237,6 +231,11 @@ def _mean(mean: int | None, values: Sequence[int], what: str) -> dict[str, str]:
     }
 
 
+def _token_counts(report: Report) -> str:
+    local = report.token_counts.local == "reported_separately"
+    return "provider-reported; local counts " + ("reported separately, per group" if local else "absent")
+
+
 def report_header(report: Report) -> dict[str, Any]:
     """What the page's header shows of ``report``: claim, inputs, counts,
     means (shared with the comparison page)."""
@@ -248,6 +247,7 @@ def report_header(report: Report) -> dict[str, Any]:
     return {
         "claim_class": report.claim_class,
         "claim": CLAIM_CLASSES.get(report.claim_class, ""),
+        "not_stronger": NOT_STRONGER_EVIDENCE,
         "non_empirical": report.non_empirical,
         "benchmark_id": inputs.benchmark_id,
         "run_id": inputs.run_id,
@@ -262,6 +262,8 @@ def report_header(report: Report) -> dict[str, Any]:
             ("run", inputs.run_id),
             ("run digest", inputs.run_digest),
             ("evaluator", f"eceb {report.eceb_version}"),
+            ("token counts compared", _token_counts(report)),
+            ("uncertainty", uncertainty_text(report)),
         ],
     }
 

@@ -11,7 +11,13 @@ from typing import Final
 
 from eceb_worker.core.figures import grouped, percent, percent_bps, usd
 from eceb_worker.corpus.verification import VerificationReport
-from eceb_worker.families.eceb.explanations import decides_verdict, signed_savings_bps
+from eceb_worker.families.eceb.explanations import (
+    CLAIM_CLASSES,
+    NOT_STRONGER_EVIDENCE,
+    decides_verdict,
+    interval_not_estimated_reason,
+    signed_savings_bps,
+)
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import TaskResult
 
@@ -19,6 +25,7 @@ __all__ = [
     "MINIMUM_VIABLE_BUDGET",
     "NOT_DECIDING",
     "artifacts_verified",
+    "claim_lines",
     "finding_lines",
     "html_pointer",
     "report_lines",
@@ -26,6 +33,8 @@ __all__ = [
     "task_line",
     "task_lines",
     "tasks_pass",
+    "token_counts_line",
+    "uncertainty_text",
     "verdict_line",
     "verification_verdict",
 ]
@@ -87,10 +96,40 @@ def task_line(task: TaskResult) -> str:
     return f"FAIL  {task.task_id}: {where}; {deciding} failed assertion(s) decide the verdict"
 
 
-def task_lines(task: TaskResult) -> Iterator[str]:
-    """:func:`task_line`, then (passing) the figures behind the savings,
-    then every failed assertion, those that did not decide the verdict
-    marked so (:data:`NOT_DECIDING`: for a passing task, all of them)."""
+def _interval(bps: tuple[int, int] | None) -> str:
+    if bps is None:
+        return "n/a"
+    lower, upper = bps
+    return f"{percent(lower)} to {percent(upper)} ({grouped(lower)} to {grouped(upper)} bps)"
+
+
+def _interval_line(task: TaskResult, estimated: bool) -> str:
+    """A passing task's savings intervals (ECEB-0.1 §16), or why they were not estimated."""
+    tokens, cost = task.token_savings_interval_bps, task.cost_savings_interval_bps
+    if tokens is None and cost is None:
+        return f"      savings interval: {interval_not_estimated_reason(task, estimated)}"
+    return (
+        f"      savings, 95 % bootstrap interval over the repetitions: prompt tokens {_interval(tokens)}; "
+        f"cost {_interval(cost)}"
+    )
+
+
+def uncertainty_text(report: Report) -> str:
+    """How the report's intervals were estimated, or that they were not (ECEB-0.1 §16)."""
+    estimate = report.uncertainty
+    if estimate.method == "not_estimated":
+        return "not estimated (no interval is given; eceb evaluate --uncertainty none)"
+    return (
+        f"seeded bootstrap percentile intervals, {grouped(estimate.resamples)} resamples, "
+        f"{percent(estimate.confidence_bps)} coverage (ECEB-0.1 §16)"
+    )
+
+
+def task_lines(task: TaskResult, *, estimated: bool = True) -> Iterator[str]:
+    """:func:`task_line`, then (passing) the figures behind the savings and
+    their intervals (``estimated``: the report estimated uncertainty), then
+    every failed assertion, those that did not decide the verdict marked so
+    (:data:`NOT_DECIDING`: for a passing task, all of them)."""
     yield task_line(task)
     if task.passed:
         yield (
@@ -105,6 +144,7 @@ def task_lines(task: TaskResult) -> Iterator[str]:
             f"      quality (thousandths): {task.baseline_quality_milli} with the full permitted context, "
             f"{task.compiled_quality_milli} compiled, floor {task.quality_floor_milli}"
         )
+        yield _interval_line(task, estimated)
     for failure in task.failed_assertions:
         group = f"{failure.strategy}@{failure.budget}" if failure.budget is not None else failure.strategy
         repetition = f" rep {failure.repetition}" if failure.repetition is not None else ""
@@ -112,15 +152,31 @@ def task_lines(task: TaskResult) -> Iterator[str]:
         yield f"      {failure.gate}: {group or 'task'}{repetition}: {failure.message}{mark}"
 
 
-def _claim_line(report: Report) -> str:
+def claim_lines(report: Report) -> Iterator[str]:
+    """The report's claim class as given (never upgraded), whether the run
+    is empirical, then what the class means and that it is no evidence for
+    a stronger one (ECEB-0.1 §9, §15)."""
     if report.non_empirical:
-        return (
+        yield (
             f"claim class {report.claim_class}, NON-EMPIRICAL: the run declares synthetic scores or usage, so these "
             "figures show how the evaluator behaves, not how a model performs (ECEB-0.1 §9, §15)"
         )
+    else:
+        yield f"claim class {report.claim_class} (empirical)"
+    meaning = CLAIM_CLASSES.get(report.claim_class, "")
+    yield f"claim class {report.claim_class} means: {meaning}; {NOT_STRONGER_EVIDENCE}"
+
+
+def token_counts_line(report: Report) -> str:
+    """Which token counts are compared, and where local counts are (ECEB-0.1 §16)."""
+    local = (
+        "local token counts are reported separately (per group, local_prompt_tokens), never in a saving"
+        if report.token_counts.local == "reported_separately"
+        else "the run records no local token counts"
+    )
     return (
-        f"claim class {report.claim_class} (empirical); results of one claim class are not evidence for a "
-        "stronger one (ECEB-0.1 §15)"
+        "token counts compared: the provider-reported input tokens (provider-native, authoritative for budgets, "
+        f"savings and cost; ECEB-0.1 §16); {local}"
     )
 
 
@@ -142,6 +198,18 @@ def _mean_line(report: Report) -> str:
     )
 
 
+def _mean_interval_line(report: Report) -> str:
+    summary = report.summary
+    if report.uncertainty.method == "not_estimated":
+        return f"uncertainty: {uncertainty_text(report)}"
+    intervals = (summary.token_savings_interval_bps, summary.cost_savings_interval_bps)
+    return (
+        f"uncertainty: {uncertainty_text(report)}; means, the passing tasks resampled: prompt tokens "
+        f"{_interval(intervals[0])}; cost {_interval(intervals[1])}"
+        + (" (n/a: fewer than two tasks to resample)" if None in intervals else "")
+    )
+
+
 def html_pointer(report_path: str | None) -> str:
     """The line pointing to the HTML report of the report at ``report_path``
     (the file ``-o`` wrote; ``None``: not written to a file)."""
@@ -160,15 +228,18 @@ def report_lines(report: Report, source: str, *, report_path: str | None = None)
     pointer to the HTML report of ``report_path`` (the file written, if any)."""
     inputs = report.inputs
     yield f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}"
-    yield _claim_line(report)
+    yield from claim_lines(report)
+    yield token_counts_line(report)
     yield (
         f"corpus {source}: {grouped(inputs.artifact_count)} artifacts verified against the registry, "
         f"root {inputs.corpus_root[:16]}..."
     )
     yield MINIMUM_VIABLE_BUDGET
+    estimated = report.uncertainty.method != "not_estimated"
     for task in report.tasks:
-        yield from task_lines(task)
+        yield from task_lines(task, estimated=estimated)
     yield _mean_line(report)
+    yield _mean_interval_line(report)
     yield html_pointer(report_path)
 
 

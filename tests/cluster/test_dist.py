@@ -97,6 +97,24 @@ def test_report_is_byte_identical_to_eceb_evaluate(
     assert [item["Key"] for item in listed["Contents"]] == [out.split("/", 3)[3]]
 
 
+def test_a_job_without_uncertainty_is_byte_identical_to_eceb_evaluate(
+    redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str, tmp_path: Path
+) -> None:
+    """``--uncertainty none`` reaches every shard and the reduce: the same
+    bytes as ``eceb evaluate --uncertainty none``, which say it was not estimated."""
+    expected = embedded_report(tmp_path / "embedded", SEED, None, "--uncertainty", "none")
+    assert b'"uncertainty":{"confidence_bps":0,"method":"not_estimated"' in expected
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(
+        redis_server, s3_server, f"s3://{bucket}/seed", out, "--shard-observations", "5", "--uncertainty", "none"
+    )
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
+    local = tmp_path / "report.json"
+    assert dist(redis_server, s3_server, "result", job_id, "-o", str(local)).returncode == exit_codes.TASKS_FAILED
+    assert local.read_bytes() == expected
+
+
 def test_tampered_corpus_fails_naming_the_artifact(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:

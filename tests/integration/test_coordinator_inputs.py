@@ -189,9 +189,10 @@ def digest(data: bytes) -> str:
 # The outputs of the in-process commands, as they were before the
 # distributed coordinator stopped loading the registry whole (the report
 # names eceb's version: these change with it; the seed gained its disclosure and
-# abstention tasks, and every report its disclosure_check).
-SEED_REPORT = "aae487a1029184aa903069be6e8caddd6d542750870577b6edfc812f9198c4ec"
-PUBLIC_REPORT = "2940798b013ba2652a20156adb8962ee9ffe357c0d20d24bf2d2f37c5aa72a4b"
+# abstention tasks, and every report its disclosure_check, its savings
+# intervals, `uncertainty`, `token_counts` and the groups' `local_prompt_tokens`).
+SEED_REPORT = "b2e4f72f62cdb377e7fbdd0e0199de98d918b19fc83664ce83d711ca9a47143d"
+PUBLIC_REPORT = "f621738c07cadcb31ff7c9b6f564b9f479cf7295062113f7d08c6c3281b48f7c"
 TAMPERED_VERIFICATION = "a01a15cc3617f409cfef7687acfba768e002bb7edcbd40eae496e3dab8520f5a"
 
 

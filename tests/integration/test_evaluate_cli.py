@@ -81,10 +81,32 @@ def test_seed_verdicts(tmp_path: Path) -> None:
         "mean_token_savings_bps": 7269,
         "mean_cost_savings_bps": 6127,
         "cost_savings_tasks": 8,
+        "token_savings_interval_bps": [5016, 8786],
+        "cost_savings_interval_bps": [4237, 7388],
     }
+    assert report["uncertainty"] == {
+        "method": "bootstrap_percentile",
+        "resamples": 1000,
+        "confidence_bps": 9500,
+        "seed": "3fcfe322865dabd2f1750f5aa1237aab97ea17d3cdeaf2f120ef33247b464041",
+    }
+    # The seed's repetitions are identical: every resample is the point estimate.
+    assert tasks["db-failover-steps"]["token_savings_interval_bps"] == [8433, 8433]
+    assert tasks["db-failover-steps"]["cost_savings_interval_bps"] == [7666, 7666]
+    assert report["token_counts"] == {"compared": "provider_native", "local": "absent"}
     assert report["claim_class"] == "conformance_seed"
     assert report["non_empirical"] is True
     assert "8/15 tasks pass" in output
+
+
+def test_uncertainty_none_states_that_it_was_not_estimated(tmp_path: Path) -> None:
+    code, report, output = evaluate_seed(tmp_path, "--uncertainty", "none")
+    assert code == exit_codes.TASKS_FAILED
+    assert report["uncertainty"] == {"method": "not_estimated", "resamples": 0, "confidence_bps": 0, "seed": None}
+    assert all(t["token_savings_interval_bps"] is None for t in report["tasks"])
+    assert report["summary"]["token_savings_interval_bps"] is None
+    assert "uncertainty: not estimated" in output
+    assert "savings interval: not estimated for this report" in output
 
 
 def test_seed_policy_cases_and_gates_all_fail_somewhere(tmp_path: Path) -> None:

@@ -70,7 +70,8 @@ def test_publish_then_check_passes_on_both_examples(example: Path, tmp_path: Pat
     assert manifest["schema"] == "symgliph.eceb/publication-v0.1"
     claim = {"claimed": "conformance_seed", "non_empirical": True, "run_claim_class": "conformance_seed"}
     assert manifest["claim"] == claim
-    assert manifest["uncertainty"]["method"] == "not_estimated"
+    assert manifest["uncertainty"]["method"] == "bootstrap_percentile"
+    assert manifest["uncertainty"]["statement"].startswith("95.00 % bootstrap percentile intervals (1,000 resamples)")
     assert manifest["incidents"]["declared"] is False
     assert manifest["human_review"]["status"] == "none"
     assert manifest["licences"]["public"] is True

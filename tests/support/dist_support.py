@@ -46,9 +46,10 @@ def seeded_bucket(s3_server: S3Server, kind: str) -> Iterator[str]:
         client.delete_bucket(Bucket=name)
 
 
-def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None) -> bytes:
+def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None = None, *extra: str) -> bytes:
     """The report ``eceb evaluate`` writes for ``example`` (in-process, from
-    disk: its ``corpus/`` unless ``corpus`` is given), written in ``directory``."""
+    disk: its ``corpus/`` unless ``corpus`` is given), written in
+    ``directory``, with the ``extra`` options."""
     directory.mkdir(parents=True, exist_ok=True)  # eceb evaluate -o creates no directory
     out = directory / f"{example.name}-report.json"
     result = subprocess.run(
@@ -65,6 +66,7 @@ def embedded_report(directory: Path, example: Path = SEED, corpus: Path | None =
             "1",
             "-o",
             str(out),
+            *extra,
         ],
         capture_output=True,
         text=True,

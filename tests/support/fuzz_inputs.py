@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.families.eceb.benchmark import Task, task_root
+from eceb_worker.families.eceb.benchmark import Abstention, Task, task_root
 from tests.support.mutations import (
     ODD_IDS,
     Obj,
@@ -130,6 +130,15 @@ def seed_inputs() -> Inputs:
     return copy.deepcopy(_seed())
 
 
+def _task(fields: dict[str, Any]) -> Task:
+    """A task built from its decoded JSON without validating it (the odd
+    names drawn here need not be valid ids)."""
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+    if isinstance(values.get("abstention"), dict):
+        values["abstention"] = Abstention(refusal_markers=tuple(values["abstention"]["refusal_markers"]))
+    return Task(**values)
+
+
 def _roots(inputs: Inputs) -> Inputs:
     """``inputs`` with the task root and corpus root recomputed from their tasks and artifacts."""
     benchmark, run = plain(inputs.benchmark), plain(inputs.run)
@@ -137,7 +146,7 @@ def _roots(inputs: Inputs) -> Inputs:
     corpus_root = registry.corpus_root
     benchmark["registry"]["corpus_root"] = corpus_root
     run["corpus_root"] = corpus_root
-    tasks = [Task(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()}) for t in benchmark["tasks"]]
+    tasks = [_task(t) for t in benchmark["tasks"]]
     run["benchmark"]["task_root"] = task_root(tasks)
     lines = [tree(json.loads(line)) for line in registry_lines(registry)]
     return Inputs(benchmark=tree(benchmark), run=tree(run), registry=lines, rules=inputs.rules, data={})

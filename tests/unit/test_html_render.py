@@ -198,6 +198,20 @@ def test_non_empirical_banner_iff_the_run_says_so(non_empirical: bool) -> None:
     assert ("conformance_seed" if non_empirical else "public_reproduction") in page.all_text()
 
 
+@pytest.mark.parametrize("non_empirical", [True, False])
+def test_the_header_prints_the_claim_class_with_its_meaning(non_empirical: bool) -> None:
+    report, _ = make_report(non_empirical=non_empirical)
+    text = " ".join(Page(report_html(report)).all_text().split())
+    meaning = (
+        "synthetic or hand-authored records proving the evaluator's behaviour; not a model-performance claim"
+        if non_empirical
+        else "a public, immutable corpus and a replayable model and judge configuration"
+    )
+    assert f"Claim class {report.claim_class} : {meaning}. Never upgraded: a result of one claim class is not " in text
+    assert "not evidence for a stronger one (ECEB-0.1 §15)." in text
+    assert "provider-reported; local counts absent" in text
+
+
 def test_the_figures_are_printed_exactly() -> None:
     report, _ = make_report()
     text = Page(report_html(report)).all_text()

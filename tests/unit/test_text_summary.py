@@ -160,12 +160,22 @@ def test_the_header_says_the_claim_and_the_counts_with_separators() -> None:
     lines = list(report_lines(as_report(passing()), "s3://bucket/corpus"))
     assert lines[0] == "benchmark bench (task root ffffffffffffffff...), run run-1"
     assert lines[1].startswith("claim class conformance_seed, NON-EMPIRICAL: the run declares synthetic scores")
+    assert lines[2] == (
+        "claim class conformance_seed means: synthetic or hand-authored records proving the evaluator's behaviour; "
+        "not a model-performance claim; a result of one claim class is not evidence for a stronger one (ECEB-0.1 §15)"
+    )
+    assert lines[3].startswith("token counts compared: the provider-reported input tokens (provider-native")
+    assert lines[3].endswith("the run records no local token counts")
     assert (
-        lines[2]
+        lines[4]
         == "corpus s3://bucket/corpus: 12,345 artifacts verified against the registry, root ffffffffffffffff..."
     )
     empirical = list(report_lines(as_report(passing(), non_empirical=False), "x"))
-    assert empirical[1].startswith("claim class public_reproduction (empirical)")
+    assert empirical[1] == "claim class public_reproduction (empirical)"
+    assert empirical[2] == (
+        "claim class public_reproduction means: a public, immutable corpus and a replayable model and judge "
+        "configuration; a result of one claim class is not evidence for a stronger one (ECEB-0.1 §15)"
+    )
 
 
 def test_the_means_give_their_sums_and_counts() -> None:

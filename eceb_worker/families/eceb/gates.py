@@ -303,6 +303,7 @@ def evaluate_group(
     costs = [obs.input_cost_micro_usd + obs.output_cost_micro_usd for obs in ordered]
     qualities = [obs.quality_milli for obs in ordered]
     covered = [selection.covered for selection in group.selections]
+    local = [obs.local_prompt_tokens for obs in ordered]
     result = GroupResult(
         strategy=strategy,
         budget=budget,
@@ -318,8 +319,16 @@ def evaluate_group(
         policy_violations=sum(1 for failure in failures if failure.gate == "policy"),
         repeatable=None if not ordered else len({obs.context_digest for obs in ordered}) == 1,
         disclosures=sum(1 for failure in failures if failure.gate == "disclosure"),
+        local_prompt_tokens=_local_mean(local),
     )
     return result, failures
+
+
+def _local_mean(counts: Sequence[int | None]) -> int | None:
+    """The floored mean of a group's local prompt token counts, when every
+    observation carries one (ECEB-0.1 §16: labelled apart, never compared)."""
+    known = [count for count in counts if count is not None]
+    return floor_mean(known) if known and len(known) == len(counts) else None
 
 
 def task_assertions(view: TaskView) -> list[Assertion]:

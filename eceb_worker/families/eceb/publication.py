@@ -41,7 +41,7 @@ __all__ = [
     "Published",
     "Roots",
     "SourceLicence",
-    "Uncertainty",
+    "UncertaintyStatement",
     "build_manifest",
     "differences",
     "manifest_differences",
@@ -150,7 +150,7 @@ class Incidents(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     failed_tasks: tuple[str, ...]
 
 
-class Uncertainty(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class UncertaintyStatement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The uncertainty estimate, or the statement that none was made (§16):
     ``method`` is the report's (``not_estimated`` when it gives none)."""
 
@@ -204,7 +204,7 @@ class PublicationManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     configurations: tuple[Configuration, ...]
     measurements: Measurements
     incidents: Incidents
-    uncertainty: Uncertainty
+    uncertainty: UncertaintyStatement
     human_review: HumanReview
     controls: Controls
 
@@ -226,13 +226,20 @@ class Published(msgspec.Struct, frozen=True, kw_only=True):
     artifact_count: int
 
 
-def uncertainty_of(report: Report) -> Uncertainty:
-    """The report's uncertainty estimate (its ``uncertainty`` field's
-    ``method``), or ``not_estimated`` when the report has none."""
-    method = getattr(getattr(report, "uncertainty", None), "method", None) or "not_estimated"
-    if method == "not_estimated":
-        return Uncertainty(method="not_estimated", statement="uncertainty was not estimated")
-    return Uncertainty(method=str(method), statement="estimated: see the report's uncertainty field")
+def uncertainty_of(report: Report) -> UncertaintyStatement:
+    """What the report states of uncertainty (its ``uncertainty`` field,
+    ECEB-0.1 §16): the estimate's method, resamples and coverage, or that
+    it was not estimated."""
+    estimate = report.uncertainty
+    if estimate.method == "not_estimated":
+        return UncertaintyStatement(method="not_estimated", statement="uncertainty was not estimated")
+    coverage = f"{estimate.confidence_bps // 100}.{estimate.confidence_bps % 100:02d} %"
+    statement = (
+        f"{coverage} {estimate.method.replace('_', ' ')} intervals ({estimate.resamples:,} resamples) of each"
+        " passing task's token and cost savings across its repetitions and of their means across passing"
+        " tasks: the report's *_interval_bps fields"
+    )
+    return UncertaintyStatement(method=estimate.method, statement=statement)
 
 
 def report_consistency(published: Published, report_file: str) -> list[Problem]:

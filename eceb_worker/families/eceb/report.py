@@ -21,6 +21,14 @@ from eceb_worker.core.canonical import canonical_json, canonical_lines
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.disclosure import DisclosureCheck
 from eceb_worker.families.eceb.run import AuxiliaryCost, FactorialExperiment, Observation, Run, RunHeader
+from eceb_worker.families.eceb.uncertainty import (
+    NOT_ESTIMATED,
+    Uncertainty,
+    UncertaintyMode,
+    bootstrap_uncertainty,
+    mean_interval,
+    summary_seed,
+)
 from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
 
@@ -30,6 +38,7 @@ __all__ = [
     "ReportInputs",
     "RunDigester",
     "Summary",
+    "TokenCounts",
     "encode_report",
     "reduce_report",
     "report_problems",
@@ -71,6 +80,11 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
         mean_token_savings_bps: floored mean over passing tasks; ``None`` if none pass.
         mean_cost_savings_bps: floored mean over the ``cost_savings_tasks``
             passing tasks whose baseline cost is positive; ``None`` if none.
+        token_savings_interval_bps, cost_savings_interval_bps: the seeded
+            bootstrap percentile interval ``[lower, upper]`` of each mean,
+            the passing tasks resampled (ECEB-0.1 §16,
+            :func:`~eceb_worker.families.eceb.uncertainty.mean_interval`);
+            ``None`` when not estimated (fewer than two tasks, or not asked for).
     """
 
     passing_tasks: int
@@ -78,6 +92,23 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     mean_token_savings_bps: int | None
     mean_cost_savings_bps: int | None
     cost_savings_tasks: int
+    token_savings_interval_bps: tuple[int, int] | None = None
+    cost_savings_interval_bps: tuple[int, int] | None = None
+
+
+class TokenCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Which token counts a report compares (ECEB-0.1 §16).
+
+    Fields:
+        compared: always ``provider_native``: savings, budgets and costs use
+            the provider-reported input tokens.
+        local: ``reported_separately`` when some group carries a
+            ``local_prompt_tokens`` mean (labelled apart, never in a saving),
+            ``absent`` when none does.
+    """
+
+    compared: Literal["provider_native"] = "provider_native"
+    local: Literal["reported_separately", "absent"] = "absent"
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,6 +126,11 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
             report written before the check existed reads as not checked).
         summary: aggregate figures.
         tasks: one result per task, sorted by task id.
+        uncertainty: how the intervals were estimated, or the statement that
+            they were not (ECEB-0.1 §16); a report written without it reads
+            as not estimated.
+        token_counts: which token counts are compared, and whether local
+            counts are reported apart (§16).
     """
 
     schema: Literal["symgliph.eceb/report-v0.1"]
@@ -106,6 +142,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     disclosure_check: DisclosureCheck = DisclosureCheck(enabled=False)
     summary: Summary
     tasks: tuple[TaskResult, ...]
+    uncertainty: Uncertainty = NOT_ESTIMATED
+    token_counts: TokenCounts = TokenCounts()
 
 
 def task_records_digest(observations: Sequence[Observation], auxiliary_costs: Sequence[AuxiliaryCost]) -> str:
@@ -205,17 +243,23 @@ def reduce_report(
     factorial_experiment: FactorialExperiment | None,
     eceb_version: str,
     disclosure_check: DisclosureCheck,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> Report:
     """Fold per-task results, in any order, into the report.
 
-    Raises ValueError when two results name the same task (a shard delivered
-    twice must never count twice).
+    ``uncertainty`` ``"bootstrap"`` estimates the summary's intervals,
+    seeded from ``inputs.run_digest``; ``"none"`` states that uncertainty was
+    not estimated (the tasks then carry no interval either). Raises
+    ValueError when two results name the same task (a shard delivered twice
+    must never count twice).
     """
     tasks = sorted(results, key=lambda r: r.task_id)
     for previous, current in itertools.pairwise(tasks):
         if previous.task_id == current.task_id:
             raise ValueError(f"task {current.task_id!r} was evaluated twice")
-    summary = summarize(tasks)
+    estimate = bootstrap_uncertainty(inputs.run_digest) if uncertainty == "bootstrap" else NOT_ESTIMATED
+    summary = summarize(tasks, estimate, inputs.run_digest)
+    local = any(g.local_prompt_tokens is not None for t in tasks for g in t.groups)
     return Report(
         schema=REPORT_SCHEMA,
         eceb_version=eceb_version,
@@ -226,25 +270,39 @@ def reduce_report(
         disclosure_check=disclosure_check,
         summary=summary,
         tasks=tuple(tasks),
+        uncertainty=estimate,
+        token_counts=TokenCounts(local="reported_separately" if local else "absent"),
     )
 
 
-def summarize(tasks: Sequence[TaskResult]) -> Summary:
+def summarize(tasks: Sequence[TaskResult], uncertainty: Uncertainty = NOT_ESTIMATED, run_digest: str = "") -> Summary:
     """The aggregate figures of ``tasks`` (ECEB-0.1 §12): passing and total
-    counts, floored mean savings over the passing tasks that have them."""
+    counts, floored mean savings over the passing tasks that have them, and
+    (``uncertainty`` a bootstrap) their intervals, seeded from ``run_digest``
+    (ECEB-0.1 §16). ``tasks`` in task id order."""
     passing = [t for t in tasks if t.passed]
     token = [t.token_savings_bps for t in passing if t.token_savings_bps is not None]
     cost = [t.cost_savings_bps for t in passing if t.cost_savings_bps is not None]
+    estimated = uncertainty.method == "bootstrap_percentile"
     return Summary(
         passing_tasks=len(passing),
         total_tasks=len(tasks),
         mean_token_savings_bps=sum(token) // len(token) if token else None,
         mean_cost_savings_bps=sum(cost) // len(cost) if cost else None,
         cost_savings_tasks=len(cost),
+        token_savings_interval_bps=mean_interval(summary_seed(run_digest, "token"), token) if estimated else None,
+        cost_savings_interval_bps=mean_interval(summary_seed(run_digest, "cost"), cost) if estimated else None,
     )
 
 
 _PASSING_FIGURES: Final = ("minimum_viable_budget", "compiled_prompt_tokens", "token_savings_bps")
+_SAVINGS_FIGURES: Final = (
+    "token_savings_bps",
+    "cost_savings_bps",
+    "token_savings_interval_bps",
+    "cost_savings_interval_bps",
+)
+"""What only a passing task has."""
 """What every passing task has (the report's shape gives it to every task evaluated)."""
 
 
@@ -268,15 +326,26 @@ def report_problems(report: Report, file: str) -> list[Problem]:
                 if getattr(task, name) is None:
                     message = f"task {task.task_id!r} passes but has no {name.replace('_', ' ')}"
                     problems.append(Problem(file=file, record=record, field=name, message=message))
+            if report.uncertainty.method == "not_estimated":
+                for name in _SAVINGS_FIGURES[2:]:
+                    if getattr(task, name) is not None:
+                        message = (
+                            f"task {task.task_id!r} has a {name.replace('_', ' ')}, but uncertainty was not estimated"
+                        )
+                        problems.append(Problem(file=file, record=record, field=name, message=message))
         else:
-            for name in ("token_savings_bps", "cost_savings_bps"):
+            for name in _SAVINGS_FIGURES:
                 if getattr(task, name) is not None:
                     message = (
                         f"task {task.task_id!r} fails but has {name.replace('_', ' ')} (given only for a passing task)"
                     )
                     problems.append(Problem(file=file, record=record, field=name, message=message))
+    estimate = report.uncertainty
+    if estimate.method == "bootstrap_percentile" and estimate != bootstrap_uncertainty(report.inputs.run_digest):
+        message = "is not the bootstrap eceb estimates from the run digest (resamples, confidence or seed differ)"
+        problems.append(Problem(file=file, record="uncertainty", field="seed", message=message))
     if not problems:
-        expected = summarize(report.tasks)
+        expected = summarize(report.tasks, report.uncertainty, report.inputs.run_digest)
         for name in Summary.__struct_fields__:
             said, made = getattr(report.summary, name), getattr(expected, name)
             if said != made:

@@ -20,6 +20,7 @@ from eceb_worker.families.eceb.disclosure import DisclosureCheck, RestrictedText
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
 from eceb_worker.families.eceb.run_index import IndexedRun, decode_task_evidence
 from eceb_worker.families.eceb.tasks import evaluate_task
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode, task_seed
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
@@ -35,6 +36,8 @@ def evaluate_tasks_of_run(
     tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
     restricted: RestrictedTexts | None = None,
+    *,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> list[TaskOutcome]:
     """Decode, check, digest and evaluate each named task of ``indexed``.
 
@@ -48,6 +51,11 @@ def evaluate_tasks_of_run(
     ``restricted`` reads what tasks may not see for the disclosure gate
     (``None``: the check is off): only for a task evaluated with
     observations, and only what that task may not see (ECEB-0.1 §17).
+    ``uncertainty`` ``"bootstrap"`` gives each passing task its savings
+    intervals, seeded from its id and records digest
+    (:func:`~eceb_worker.families.eceb.uncertainty.task_seed`), so they do
+    not depend on the shard that evaluates it; ``"none"`` leaves them not
+    estimated.
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
@@ -69,6 +77,7 @@ def evaluate_tasks_of_run(
             )
         )
         result = None
+        records_digest = task_records_digest(evidence.observations, evidence.auxiliary_costs)
         if task is not None and artifacts is not None and not problems:
             disclosure = None
             if restricted is not None and evidence.observations:
@@ -84,14 +93,10 @@ def evaluate_tasks_of_run(
                 configurations=configurations,
                 factorial=header.factorial_experiment,
                 disclosure=disclosure,
+                bootstrap_seed=task_seed(task_id, records_digest) if uncertainty == "bootstrap" else None,
             )
         outcomes.append(
-            TaskOutcome(
-                task_id=task_id,
-                result=result,
-                records_digest=task_records_digest(evidence.observations, evidence.auxiliary_costs),
-                problems=tuple(problems),
-            )
+            TaskOutcome(task_id=task_id, result=result, records_digest=records_digest, problems=tuple(problems))
         )
     return outcomes
 
@@ -120,11 +125,13 @@ def reduce_evaluation(
     artifact_count: int,
     eceb_version: str,
     disclosure_check: DisclosureCheck,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> Report:
     """Fold the outcomes of every shard, in any order, into the report of
     ``run`` against ``benchmark``, over a verified corpus of
     ``artifact_count`` artifacts with ``corpus_root``, answers checked for
-    disclosures as ``disclosure_check`` says.
+    disclosures as ``disclosure_check`` says; ``uncertainty`` as the map
+    step was given it (:func:`evaluate_tasks_of_run`).
 
     Only the tasks the run has records for enter the run digest. Raises
     :class:`~eceb_worker.errors.InputError` with every problem of every
@@ -157,4 +164,5 @@ def reduce_evaluation(
         factorial_experiment=header.factorial_experiment,
         eceb_version=eceb_version,
         disclosure_check=disclosure_check,
+        uncertainty=uncertainty,
     )

@@ -20,6 +20,7 @@ from eceb_worker.families.eceb.benchmark import Task
 from eceb_worker.families.eceb.disclosure import TaskDisclosure
 from eceb_worker.families.eceb.gates import GATE_ORDER, TASK_CHECK_NAMES, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
+from eceb_worker.families.eceb.uncertainty import Interval, Repetitions, task_intervals
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 
 __all__ = ["STRATEGY_ORDER", "TaskEvidence", "evaluate_task", "quality_threshold"]
@@ -59,6 +60,7 @@ def evaluate_task(
     configurations: Mapping[str, Configuration],
     factorial: FactorialExperiment | None = None,
     disclosure: TaskDisclosure | None = None,
+    bootstrap_seed: bytes | None = None,
 ) -> TaskResult:
     """Evaluate one task (ECEB-0.1 §10-§14).
 
@@ -75,6 +77,11 @@ def evaluate_task(
     check of :data:`~eceb_worker.families.eceb.gates.GATES` fails the task.
     ``disclosure`` is what the task may not see, for the disclosure gate
     (``None``: the check is off).
+
+    With ``bootstrap_seed`` (32 bytes,
+    :func:`~eceb_worker.families.eceb.uncertainty.task_seed`), a passing
+    task's savings get their bootstrap percentile intervals (ECEB-0.1 §16);
+    without, they are not estimated (``None``).
     """
     groups: dict[tuple[str, int | None], list[Observation]] = defaultdict(list)
     for obs in evidence.observations:
@@ -156,12 +163,21 @@ def evaluate_task(
     task_level_ok = not any(f.gate in TASK_CHECK_NAMES for f in deciding)
     passed = baseline_ok and candidate is not None and task_level_ok
     token_savings = cost_savings = None
+    intervals: tuple[Interval | None, Interval | None] = (None, None)
     if passed and baseline is not None and candidate is not None:
         assert baseline.prompt_tokens is not None and candidate.prompt_tokens is not None
         assert baseline.cost_micro_usd is not None and candidate.cost_micro_usd is not None
         token_savings = savings_bps(baseline.prompt_tokens, candidate.prompt_tokens)
         if baseline.cost_micro_usd > 0:
             cost_savings = savings_bps(baseline.cost_micro_usd, candidate.cost_micro_usd)
+        if bootstrap_seed is not None:
+            compiled_key = ("compiled", candidate.budget)
+            intervals = task_intervals(
+                bootstrap_seed,
+                _repetitions(baseline_obs, auxiliary[("full_permitted_context", None)]),
+                _repetitions(groups[compiled_key], auxiliary[compiled_key]),
+                cost=cost_savings is not None,
+            )
 
     return TaskResult(
         task_id=task.task_id,
@@ -184,4 +200,17 @@ def evaluate_task(
         disclosures_all_groups=sum(r.disclosures for r in results),
         failed_assertions=tuple(sorted(failures, key=_assertion_key)),
         groups=tuple(results),
+        token_savings_interval_bps=intervals[0],
+        cost_savings_interval_bps=intervals[1],
+    )
+
+
+def _repetitions(observations: list[Observation], auxiliary_cost_micro_usd: int) -> Repetitions:
+    """A group's per-repetition tokens and costs, in repetition order (the
+    records' order in the file never matters)."""
+    ordered = sorted(observations, key=lambda o: o.repetition)
+    return Repetitions(
+        tokens=tuple(o.input_tokens for o in ordered),
+        costs=tuple(o.input_cost_micro_usd + o.output_cost_micro_usd for o in ordered),
+        auxiliary=auxiliary_cost_micro_usd,
     )

@@ -72,6 +72,10 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         repeatable: every repetition has the same context digest.
         disclosures: disclosures found in its answers (``disclosure``
             assertions), summed over repetitions.
+        local_prompt_tokens: floored mean of the observations'
+            ``local_prompt_tokens``, when every observation of the group
+            carries one (else ``None``): a local, non-authoritative count,
+            labelled apart and never compared (ECEB-0.1 §16).
     """
 
     strategy: str
@@ -88,6 +92,7 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     policy_violations: int
     repeatable: bool | None
     disclosures: int = 0
+    local_prompt_tokens: int | None = None
 
 
 class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -118,6 +123,12 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             every group of the task.
         failed_assertions: every failed assertion of the task, all groups.
         groups: every evaluated group: baseline, each ladder budget, naive_top_k.
+        token_savings_interval_bps, cost_savings_interval_bps: the seeded
+            bootstrap percentile interval ``[lower, upper]`` of the saving
+            over the repetitions of the baseline and the minimum viable
+            budget (:mod:`eceb_worker.families.eceb.uncertainty`); ``None``
+            when not estimated: a failing task, uncertainty not asked for,
+            a group of one repetition, no saving (ECEB-0.1 §16).
     """
 
     task_id: str
@@ -140,6 +151,8 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     disclosures_all_groups: int = 0
     failed_assertions: tuple[Assertion, ...]
     groups: tuple[GroupResult, ...]
+    token_savings_interval_bps: tuple[int, int] | None = None
+    cost_savings_interval_bps: tuple[int, int] | None = None
 
 
 class RecordProblem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
