@@ -38,7 +38,7 @@ from eceb_worker.families.eceb.gates import GATES, GroupGate
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 from eceb_worker.render.plots import COLOURS, Repetition, ladder_plot, tokens_plot
-from eceb_worker.render.text import uncertainty_text
+from eceb_worker.render.text import disclosure_text, uncertainty_text
 
 __all__ = [
     "CLAIM_CLASSES",
@@ -264,6 +264,7 @@ def report_header(report: Report) -> dict[str, Any]:
             ("evaluator", f"eceb {report.eceb_version}"),
             ("token counts compared", _token_counts(report)),
             ("uncertainty", uncertainty_text(report)),
+            ("disclosure check", disclosure_text(report)),
         ],
     }
 

@@ -26,6 +26,7 @@ __all__ = [
     "NOT_DECIDING",
     "artifacts_verified",
     "claim_lines",
+    "disclosure_text",
     "finding_lines",
     "html_pointer",
     "report_lines",
@@ -122,6 +123,17 @@ def uncertainty_text(report: Report) -> str:
     return (
         f"seeded bootstrap percentile intervals, {grouped(estimate.resamples)} resamples, "
         f"{percent(estimate.confidence_bps)} coverage (ECEB-0.1 §16)"
+    )
+
+
+def disclosure_text(report: Report) -> str:
+    """Whether answers were checked for restricted text (ECEB-0.1 §1, §17), and how."""
+    check = report.disclosure_check
+    if not check.enabled:
+        return "off: answers were not checked for text of artifacts their task may not see (--no-disclosure-check)"
+    return (
+        f"on: every answer checked against the artifacts its task may not see (a run of "
+        f"{check.minimum_overlap_tokens} normalised tokens in common, or a marked secret value, fails the group)"
     )
 
 
@@ -230,6 +242,7 @@ def report_lines(report: Report, source: str, *, report_path: str | None = None)
     yield f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}"
     yield from claim_lines(report)
     yield token_counts_line(report)
+    yield f"disclosure check: {disclosure_text(report)}"
     yield (
         f"corpus {source}: {grouped(inputs.artifact_count)} artifacts verified against the registry, "
         f"root {inputs.corpus_root[:16]}..."

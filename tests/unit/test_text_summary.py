@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from eceb_worker.core.figures import grouped, percent, percent_bps, signed, usd
-from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
 from eceb_worker.families.eceb.explanations import decides_verdict, signed_savings_bps
 from eceb_worker.families.eceb.report import Report, ReportInputs, reduce_report
 from eceb_worker.families.eceb.verdicts import TaskResult
@@ -166,9 +166,18 @@ def test_the_header_says_the_claim_and_the_counts_with_separators() -> None:
     )
     assert lines[3].startswith("token counts compared: the provider-reported input tokens (provider-native")
     assert lines[3].endswith("the run records no local token counts")
+    assert lines[4] == (
+        "disclosure check: off: answers were not checked for text of artifacts their task may not see "
+        "(--no-disclosure-check)"
+    )
     assert (
-        lines[4]
+        lines[5]
         == "corpus s3://bucket/corpus: 12,345 artifacts verified against the registry, root ffffffffffffffff..."
+    )
+    checked = msgspec.structs.replace(as_report(passing()), disclosure_check=DEFAULT_DISCLOSURE_CHECK)
+    assert list(report_lines(checked, "x"))[4] == (
+        "disclosure check: on: every answer checked against the artifacts its task may not see (a run of 8 "
+        "normalised tokens in common, or a marked secret value, fails the group)"
     )
     empirical = list(report_lines(as_report(passing(), non_empirical=False), "x"))
     assert empirical[1] == "claim class public_reproduction (empirical)"
