@@ -2,7 +2,9 @@
 possible exfiltration channel; restricted-data disclosure is a hard failure).
 
 Text is compared as tokens: the text is normalised as answer terms are
-(Unicode NFKC, then case folding), and a token is a maximal run of letters
+(Unicode NFKC, then case folding), without its invisible format characters
+(Unicode category Cf: zero-width spaces and joiners, soft hyphens, which
+change no text a reader sees), and a token is a maximal run of letters
 and numbers (characters for which ``str.isalnum()`` holds: Unicode
 categories L* and N*). Every token keeps where it came from in the original
 text: code points of an answer, bytes of an artifact.
@@ -28,7 +30,7 @@ __all__ = [
     "DisclosureHit",
     "DisclosureIndex",
     "Token",
-    "decode_artifact_text",
+    "artifact_tokens",
     "normalized_with_origins",
     "tokenize",
 ]
@@ -41,6 +43,7 @@ _TOKEN: Final = re.compile(r"[^\W_]+")
 """A maximal run of characters for which ``str.isalnum()`` holds."""
 
 _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]+")
+_category: Final = unicodedata.category
 
 _KEPT_ANSWERS: Final = 65_536
 """Distinct answers whose findings an index keeps (then it starts afresh)."""
@@ -52,8 +55,9 @@ characters it came from (code points of the original text)."""
 
 def normalized_with_origins(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     """``text`` normalised as answer terms are (NFKC, then case folding),
-    with, for each normalised character, the start and end (code points) of
-    the original characters it came from; ``None, None`` when they are the
+    its format characters (Unicode category Cf) left out, with, for each
+    normalised character, the start and end (code points) of the original
+    characters it came from; ``None, None`` when they are the
     same positions (ASCII text, whose normalised form is its lower case).
 
     The text is normalised piece by piece, a piece being a maximal run of
@@ -77,12 +81,12 @@ def normalized_with_origins(text: str) -> tuple[str, list[int] | None, list[int]
             out.append(plain)
             starts.extend(range(at, piece_start))
             ends.extend(range(at + 1, piece_start + 1))
-        piece = text[piece_start:end]
-        folded = unicodedata.normalize("NFKC", piece).casefold()
+        kept = [(o, c) for o, c in enumerate(text[piece_start:end], start=piece_start) if _category(c) != "Cf"]
+        folded = unicodedata.normalize("NFKC", "".join(c for _, c in kept)).casefold()
         out.append(folded)
-        parts = [unicodedata.normalize("NFKC", c).casefold() for c in piece]
+        parts = [unicodedata.normalize("NFKC", c).casefold() for _, c in kept]
         if "".join(parts) == folded:  # each character's form traced to it alone
-            for offset, part in enumerate(parts, start=piece_start):
+            for (offset, _), part in zip(kept, parts, strict=True):
                 starts.extend([offset] * len(part))
                 ends.extend([offset + 1] * len(part))
         else:  # characters composed together: traced to the piece
@@ -104,15 +108,42 @@ def tokenize(text: str) -> list[Token]:
     return [(m.group(), starts[m.start()], ends[m.end() - 1]) for m in _TOKEN.finditer(normalized)]
 
 
-def decode_artifact_text(data: bytes) -> tuple[str, Callable[[int], int]]:
-    """An artifact's bytes as text (UTF-8; a byte that is not UTF-8 becomes
-    one lone surrogate, which is no letter: it ends a token), and the
-    function from a code point offset of that text to the byte offset of
-    the artifact."""
+def _byte_positions(text: str, offsets: Iterable[int]) -> list[int]:
+    """The byte offset in ``text``'s UTF-8 form of each code point offset of
+    ``offsets`` (non-decreasing): one pass over the text, whatever their number."""
+    char = byte = 0
+    positions = []
+    for offset in offsets:
+        byte += len(text[char:offset].encode("utf-8", "surrogateescape"))
+        char = offset
+        positions.append(byte)
+    return positions
+
+
+def artifact_tokens(data: bytes) -> list[Token]:
+    """The tokens of an artifact's bytes, each traced to ``[start, end)``
+    byte offsets of ``data``. The bytes are read as UTF-8; a byte that is
+    not UTF-8 becomes one lone surrogate, which is no letter: it ends a token."""
     text = data.decode("utf-8", "surrogateescape")
+    tokens = tokenize(text)
     if len(text) == len(data):
-        return text, lambda offset: offset
-    return text, lambda offset: len(text[:offset].encode("utf-8", "surrogateescape"))
+        return tokens
+    starts = _byte_positions(text, (t[1] for t in tokens))  # a token's start and end never go back
+    ends = _byte_positions(text, (t[2] for t in tokens))
+    return [(t[0], start, end) for t, start, end in zip(tokens, starts, ends, strict=True)]
+
+
+def _whole_characters(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` widened to the whole UTF-8 characters it cuts (at
+    most 3 continuation bytes each way): a span that starts or ends inside
+    a character protects that character."""
+    for _ in range(3):
+        if 0 < start < len(data) and data[start] & 0xC0 == 0x80:
+            start -= 1
+    for _ in range(3):
+        if end < len(data) and data[end] & 0xC0 == 0x80:
+            end += 1
+    return start, end
 
 
 class DisclosureHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -139,13 +170,10 @@ class DisclosureHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 class _Text:
     """One restricted artifact as the index holds it."""
 
-    __slots__ = ("byte_offset", "secrets", "tokens")
+    __slots__ = ("secrets", "tokens")
 
-    def __init__(
-        self, tokens: list[Token], byte_offset: Callable[[int], int], secrets: list[tuple[str, int, int]]
-    ) -> None:
-        self.tokens = tokens
-        self.byte_offset = byte_offset
+    def __init__(self, tokens: list[Token], secrets: list[tuple[str, int, int]]) -> None:
+        self.tokens = tokens  # offsets in bytes of the artifact
         self.secrets = secrets
 
 
@@ -171,19 +199,20 @@ class DisclosureIndex:
     def add(self, artifact_id: str, data: bytes, secrets: Iterable[tuple[int, int]] = ()) -> None:
         """Index an artifact's verified bytes, with its marked secret spans
         (``[start, end)`` byte offsets into ``data``; spans outside ``data``
-        or empty are ignored). Adding an id again does nothing."""
+        or empty are ignored, a span cutting a UTF-8 character is widened
+        to the whole character). Adding an id again does nothing."""
         if artifact_id in self._texts:
             return
         self._found.clear()  # what answers hold changes with every artifact added
-        text, byte_offset = decode_artifact_text(data)
-        tokens = tokenize(text)
+        tokens = artifact_tokens(data)
         marked: list[tuple[str, int, int]] = []
-        for start, end in sorted(set(secrets)):
-            if 0 <= start < end <= len(data):
+        for span in sorted(set(secrets)):
+            if 0 <= span[0] < span[1] <= len(data):
+                start, end = _whole_characters(data, *span)
                 value = normalized_with_origins(data[start:end].decode("utf-8", "surrogateescape"))[0]
                 if value:
                     marked.append((value, start, end))
-        self._texts[artifact_id] = _Text(tokens, byte_offset, marked)
+        self._texts[artifact_id] = _Text(tokens, marked)
         if marked:
             self._secret_artifacts.append(artifact_id)
         n, windows = self.n, self._windows
@@ -240,8 +269,8 @@ class DisclosureIndex:
                         artifact_id=artifact_id,
                         answer_start=tokens[i][1],
                         answer_end=tokens[i + k - 1][2],
-                        artifact_start=text.byte_offset(theirs[j][1]),
-                        artifact_end=text.byte_offset(theirs[j + k - 1][2]),
+                        artifact_start=theirs[j][1],
+                        artifact_end=theirs[j + k - 1][2],
                         tokens=k,
                     )
                 )

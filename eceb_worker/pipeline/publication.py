@@ -36,6 +36,7 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import InputError, Problem, PublicationRefused, VerificationError
 from eceb_worker.families.eceb.claims import claim_evidence, claim_reasons
 from eceb_worker.families.eceb.declarations import Declarations, SourcesFile
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
 from eceb_worker.families.eceb.publication import (
     MANIFEST_NAME,
     REQUIRED_ROLES,
@@ -46,9 +47,11 @@ from eceb_worker.families.eceb.publication import (
     differences,
     manifest_differences,
     report_consistency,
+    shown_value,
 )
-from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run
+from eceb_worker.families.eceb.uncertainty import NOT_ESTIMATED, UncertaintyMode
 from eceb_worker.families.eceb.vocabulary import ClaimClass
 from eceb_worker.io.bundles import list_tree, write_tree
 from eceb_worker.io.files import read_input
@@ -204,10 +207,13 @@ def write_bundle(directory: Path, bundle: Bundle) -> str:
     return digest_bytes(data)
 
 
-def _manifest_problems(manifest: PublicationManifest, tree_links: Sequence[str], file: str) -> list[Problem]:
+def _manifest_problems(
+    manifest: PublicationManifest, tree_links: Sequence[str], tree_others: Sequence[str], file: str
+) -> list[Problem]:
     """What makes a decoded manifest unusable (bad input): a bound path that
     is not portable or escapes the bundle, a path or role bound twice, a
-    required role missing, a symbolic link in the bundle."""
+    required role missing, a symbolic link or anything else that is not a
+    regular file or a directory (a FIFO, a socket, a device) in the bundle."""
     problems: list[Problem] = []
     paths: set[str] = set()
     roles: set[str] = set()
@@ -229,6 +235,9 @@ def _manifest_problems(manifest: PublicationManifest, tree_links: Sequence[str],
             problems.append(Problem(file=file, field="files", message=f"binds no {role} file"))
     for link in tree_links:
         message = f"{link!r} is a symbolic link: a bundle holds regular files only, never a link"
+        problems.append(Problem(file=file, record="files", field="path", message=message))
+    for other in tree_others:
+        message = f"{other!r} is not a regular file (a FIFO, a socket or a device): a bundle holds regular files only"
         problems.append(Problem(file=file, record="files", field="path", message=message))
     return problems
 
@@ -285,7 +294,7 @@ def check_bundle(
         raise InputError([Problem(file=str(directory), message=message)]) from None
     data = read_input(directory / MANIFEST_NAME)
     manifest = decode_document(data, PublicationManifest, file=manifest_file)
-    problems = _manifest_problems(manifest, [*tree.links, *tree.others], manifest_file)
+    problems = _manifest_problems(manifest, tree.links, tree.others, manifest_file)
     if problems:
         raise InputError(problems)
     findings = _file_findings(directory, manifest, tree.files)
@@ -304,7 +313,9 @@ def check_bundle(
     )
     findings.extend(manifest_differences(manifest, made, manifest_file))
     findings.extend(
-        _recomputed(role["benchmark"], role["run"], role["report"], corpus, executor, shard_bytes, findings)
+        _recomputed(
+            role["benchmark"], role["run"], role["report"], published.report, corpus, executor, shard_bytes, findings
+        )
     )
     if findings:
         raise PublicationRefused(findings)
@@ -315,18 +326,32 @@ def _recomputed(
     benchmark_at: Path,
     run_at: Path,
     report_at: Path,
+    stated: Report,
     corpus: StorageSpec,
     executor: Executor | None,
     shard_bytes: int,
     findings: list[Problem],
 ) -> list[Problem]:
     """The report recomputed (:func:`~eceb_worker.pipeline.jobs.evaluate`)
-    and compared byte for byte with the bundled one: each differing field
-    named (the first 20), or nothing. A corpus that does not verify is one
-    finding when there are others (``findings``), else raised."""
+    with the options the bundled report ``stated`` says it was evaluated
+    with (``eceb evaluate --no-disclosure-check``, ``--uncertainty none``;
+    a setting eceb evaluate does not offer is recomputed with the default,
+    so it differs) and compared byte for byte with the bundled one: each
+    differing field named (the first 20), or nothing. A corpus that does
+    not verify is one finding when there are others (``findings``), else
+    raised."""
     inputs = check_inputs(benchmark_at, run_at, shard_bytes=shard_bytes)
+    disclosure = DISCLOSURE_OFF if stated.disclosure_check == DISCLOSURE_OFF else DEFAULT_DISCLOSURE_CHECK
+    uncertainty: UncertaintyMode = "none" if stated.uncertainty == NOT_ESTIMATED else "bootstrap"
     try:
-        report, _ = evaluate(inputs, corpus, executor=executor, shard_bytes=shard_bytes)
+        report, _ = evaluate(
+            inputs,
+            corpus,
+            executor=executor,
+            shard_bytes=shard_bytes,
+            disclosure_check=disclosure,
+            uncertainty=uncertainty,
+        )
     except VerificationError as error:
         if not findings:
             raise
@@ -335,11 +360,14 @@ def _recomputed(
     data = encode_report(report)
     if data == bundled:
         return []
-    said = msgspec.json.decode(bundled)
-    made = msgspec.to_builtins(report)
+    said, made = msgspec.json.decode(bundled), msgspec.json.decode(data)  # lists both, to compare item by item
     changed = differences(said, made)
     shown = [
-        Problem(file=str(report_at), field=where, message=f"is {was!r}; recomputed from the corpus: {now!r}")
+        Problem(
+            file=str(report_at),
+            field=where,
+            message=f"is {shown_value(was)}; recomputed from the corpus: {shown_value(now)}",
+        )
         for where, was, now in changed[:20]
     ]
     more = len(changed) - len(shown)

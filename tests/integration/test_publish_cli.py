@@ -342,3 +342,46 @@ def test_check_json_prints_the_manifest_bytes(seed_bundle: Path) -> None:
     done = eceb("publish", "--check", seed_bundle, "--corpus", CORPORA["enterprise-seed"], "--json")
     assert done.returncode == 0, done.stderr
     assert done.stdout.encode() == (seed_bundle / "manifest.json").read_bytes()
+
+
+@pytest.mark.parametrize("option", ["--uncertainty=none", "--no-disclosure-check"])
+def test_a_report_evaluated_with_an_option_recomputes_with_it(option: str, tmp_path: Path) -> None:
+    # The report states how it was evaluated (uncertainty, disclosure_check): the check evaluates so again.
+    report = tmp_path / "report.json"
+    done = eceb(
+        "evaluate", SEED / "benchmark.json", SEED / "run.json", "--corpus", CORPORA["enterprise-seed"],
+        "-o", report, "-q", option,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    bundle = tmp_path / "bundle"
+    done = publish(SEED, report, bundle)
+    assert done.returncode == 0, done.stderr
+    done = check(bundle)
+    assert done.returncode == 0, done.stderr
+    assert "recomputed byte for byte" in done.stdout
+
+
+def test_a_fifo_in_the_bundle_is_named_as_one(seed_bundle: Path) -> None:
+    os.mkfifo(seed_bundle / "pipe")
+    done = check(seed_bundle)
+    assert done.returncode == exit_codes.BAD_INPUT, done.stderr
+    assert "'pipe' is not a regular file" in done.stderr
+    assert "symbolic link" not in done.stderr
+
+
+def test_a_recomputed_report_names_each_differing_leaf_briefly(seed_bundle: Path) -> None:
+    import blake3
+
+    report = json.loads((seed_bundle / "report.json").read_text())
+    report["tasks"][0]["token_savings_bps"] += 1
+    data = (json.dumps(report, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    (seed_bundle / "report.json").write_bytes(data)
+    manifest = json.loads((seed_bundle / "manifest.json").read_text())
+    for bound in manifest["files"]:
+        if bound["role"] == "report":
+            bound["size_bytes"], bound["digest"] = len(data), blake3.blake3(data).hexdigest()
+    (seed_bundle / "manifest.json").write_text(json.dumps(manifest))
+    done = check(seed_bundle)
+    assert done.returncode == exit_codes.PUBLICATION_REFUSED, done.stderr
+    assert "field 'tasks[0].token_savings_bps'" in done.stderr
+    assert max(map(len, done.stderr.splitlines())) < 600

@@ -117,3 +117,41 @@ def test_new_task_fields_left_out_do_not_change_the_task_root() -> None:
     assert task_root(plain) == "a784b10a4823342da31b66e3bc00a742b27c1b4ec2f2c5e52f947fbb1e3b9e68"
     abstaining = next(t for t in benchmark.tasks if t.abstention is not None)
     assert task_root((*plain, abstaining)) != task_root((*plain, msgspec.structs.replace(abstaining, abstention=None)))
+
+
+def test_invisible_format_characters_hide_no_disclosure() -> None:
+    # Zero-width spaces, soft hyphens and joiners (Unicode Cf) leave the text a reader sees unchanged.
+    index = DisclosureIndex(8)
+    index.add("a", f"Header. {WORDS}".encode(), [(0, 6)])
+    quoted = " ".join(WORDS.split()[:8]).replace("o", "o\u200b").replace("e", "e\u00ad\u200d")
+    answer = f"Quote: {quoted} and head\u2060er"
+    hits = index.find(answer, EVERYWHERE)
+    assert [(h.kind, h.tokens) for h in hits] == [("overlap", 8), ("secret", 0)]
+    assert answer[hits[0].answer_start : hits[0].answer_end] == quoted.removesuffix("\u00ad\u200d")
+    assert answer[hits[1].answer_start : hits[1].answer_end] == "head\u2060er"
+
+
+def test_a_secret_span_cutting_a_character_protects_the_whole_character() -> None:
+    data = "key: päss-wörd end".encode()
+    start = data.index("ä".encode()) + 1  # inside the two bytes of 'ä'
+    end = data.index("ö".encode()) + 1  # inside the two bytes of 'ö'
+    index = DisclosureIndex(8)
+    index.add("a", data, [(start, end)])
+    [hit] = index.find("it is PÄSS-WÖRD", EVERYWHERE)
+    assert (hit.kind, hit.artifact_start, hit.artifact_end) == ("secret", start - 1, end + 1)
+
+
+def test_many_findings_in_a_long_non_ascii_artifact_take_linear_time() -> None:
+    import time
+
+    words = [f"wörd{i}" for i in range(200_000)]
+    index = DisclosureIndex(8)
+    index.add("a", " ".join(words).encode())
+    tail = words[-45_000:]
+    answer = " | ".join(" ".join(tail[i : i + 8]) + " zz" for i in range(0, len(tail), 9))
+    started = time.monotonic()
+    hits = index.find(answer, EVERYWHERE)
+    assert len(hits) == 5_000
+    assert time.monotonic() - started < 5
+    data = " ".join(words).encode()
+    assert data[hits[-1].artifact_start : hits[-1].artifact_end].decode() == " ".join(tail[-9:-1])

@@ -344,8 +344,8 @@ def differences(said: Any, made: Any, path: str = "") -> list[tuple[str, Any, An
     return [] if said == made and type(said) is type(made) else [(path, said, made)]
 
 
-def _shown(value: Any) -> str:
-    """``repr`` of ``value``, cut to 200 characters."""
+def shown_value(value: Any) -> str:
+    """``repr`` of ``value``, cut to 200 characters (a message never repeats a whole document)."""
     text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
@@ -360,6 +360,6 @@ def manifest_differences(said: PublicationManifest, made: PublicationManifest, f
         value.pop("implementation_revision")
         value["claim"].pop("claimed")
     return [
-        Problem(file=file, field=where, message=f"says {_shown(was)}; the bundled files make {_shown(now)}")
+        Problem(file=file, field=where, message=f"says {shown_value(was)}; the bundled files make {shown_value(now)}")
         for where, was, now in differences(left, right)
     ]

@@ -254,9 +254,8 @@ def task_intervals(
             None if saved is None else (saved, saved),
         )
     draws = DrawStream(seed)
-    full_picks, part_picks = draws.draws(n, resamples * n), draws.draws(m, resamples * m)
-    full_tokens = _resampled_sums(baseline.tokens, full_picks, n)
-    part_tokens = _resampled_sums(compiled.tokens, part_picks, m)
+    full_tokens, full_cost = _resampled_sums(draws, resamples, baseline.tokens, baseline.costs)
+    part_tokens, part_cost = _resampled_sums(draws, resamples, compiled.tokens, compiled.costs)
     tokens = (
         percentile_interval([savings_bps(f // n, p // m) for f, p in zip(full_tokens, part_tokens, strict=True)])
         if want_tokens
@@ -264,8 +263,6 @@ def task_intervals(
     )
     spent: Interval | None = None
     if want_cost:
-        full_cost = _resampled_sums(baseline.costs, full_picks, n)
-        part_cost = _resampled_sums(compiled.costs, part_picks, m)
         extra_full, extra_part = baseline.auxiliary, compiled.auxiliary
         spent = percentile_interval(
             [
@@ -276,10 +273,20 @@ def task_intervals(
     return tokens, spent
 
 
-def _resampled_sums(values: Sequence[int], picks: Sequence[int], size: int) -> list[int]:
-    """The sum of each resample of ``size`` repetitions: ``picks`` cut in runs of ``size``."""
-    picked = iter([values[i] for i in picks])
-    return list(map(sum, zip(*[picked] * size, strict=True)))
+def _resampled_sums(
+    draws: DrawStream, resamples: int, values: Sequence[int], paired: Sequence[int] = ()
+) -> tuple[list[int], list[int]]:
+    """The sums of ``resamples`` resamples of ``values`` (and of ``paired``,
+    the same repetitions drawn), each the next ``len(values)`` draws below
+    ``len(values)``: one resample's draws held at a time, not all of them."""
+    size = len(values)
+    sums, paired_sums = [], []
+    for _ in range(resamples):
+        picks = draws.draws(size, size)
+        sums.append(sum(values[i] for i in picks))
+        if paired:
+            paired_sums.append(sum(paired[i] for i in picks))
+    return sums, paired_sums
 
 
 def mean_interval(seed: bytes, values: Sequence[int], *, resamples: int = RESAMPLES) -> Interval | None:
@@ -292,7 +299,5 @@ def mean_interval(seed: bytes, values: Sequence[int], *, resamples: int = RESAMP
         return None
     if len(set(values)) == 1:  # every resample is the point estimate
         return values[0], values[0]
-    means = [
-        total // count for total in _resampled_sums(values, DrawStream(seed).draws(count, resamples * count), count)
-    ]
+    means = [total // count for total in _resampled_sums(DrawStream(seed), resamples, values)[0]]
     return percentile_interval(means)
