@@ -36,7 +36,7 @@ from tests.support.s3_server import S3Server
 
 DB = 7
 REHASH_SHARDS = 12
-EVALUATION_SHARDS = 13
+EVALUATION_SHARDS = 15
 NO_WORKER = "no worker consumes the queue 'eceb'"
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
@@ -171,16 +171,16 @@ def test_text_log_lines_name_the_job_and_every_shard(
     task_lines = [line for line in worker.stderr().splitlines() if "Task eceb." in line]
     assert task_lines and all(f"job={job_id}" in line for line in task_lines)
     assert any(f"job={job_id} Task eceb.coordinate[" in line for line in lines)
-    assert any(f"job={job_id} job done: 7/13 tasks pass" in line for line in lines)
+    assert any(f"job={job_id} job done: 8/15 tasks pass" in line for line in lines)
     assert any(f"job={job_id} planned {REHASH_SHARDS} re-hash shards" in line for line in lines)
     assert status.returncode == 0, status.stderr
     found = json.loads(status.stdout)
     assert found["job_id"] == job_id and found["phase"] == "done" and found["kind"] == "evaluate"
     assert RFC3339.match(found["started_at"]) and RFC3339.match(found["ended_at"])
     assert isinstance(found["elapsed_s"], int) and 0 <= found["elapsed_s"] <= int(WAIT_S)
-    assert (found["shards_done"], found["shards_total"]) == (25, 25)
+    assert (found["shards_done"], found["shards_total"]) == (27, 27)
     assert (found["rehash_done"], found["rehash_total"]) == (REHASH_SHARDS, REHASH_SHARDS)
-    assert (found["passing_tasks"], found["total_tasks"]) == (7, 13)
+    assert (found["passing_tasks"], found["total_tasks"]) == (8, 15)
     assert found["failures"] == [] and found["error"] is None
 
 

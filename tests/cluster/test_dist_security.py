@@ -270,7 +270,7 @@ def test_tls_job_matches_eceb_evaluate_and_leaks_no_credential(
     report = local.read_bytes()
     assert report == expected_report
     assert ": done;" in status.stdout
-    assert "re-hash shards 12/12; evaluation shards 13/13; failures 0" in status.stdout
+    assert "re-hash shards 12/12; evaluation shards 15/15; failures 0" in status.stdout
 
     # No credential in the report, the workers' logs, any command Redis ran
     # (task messages, results and job state as they were written, transient

@@ -128,7 +128,7 @@ def test_nights(
     assert first.returncode == 0, first.stdout + first.stderr
     job_one = first.stdout.splitlines()[0]
     assert len(job_one) == 32
-    assert f"tonight: 7/13 tasks pass; report s3://{bucket}/nightly/reports/{job_one}.json" in first.stdout
+    assert f"tonight: 8/15 tasks pass; report s3://{bucket}/nightly/reports/{job_one}.json" in first.stdout
     assert f"no previous report at {latest}: the first night, nothing to compare" in first.stdout
     assert f"{latest} now holds tonight's report (job {job_one})" in first.stdout
     assert _object(s3_server, bucket, f"nightly/reports/{job_one}.json") == expected
@@ -138,8 +138,8 @@ def test_nights(
     second = _night(cronjob, redis_server, s3_server, bucket)
     assert second.returncode == 0, second.stdout + second.stderr
     job_two = second.stdout.splitlines()[0]
-    assert "0 of 13 task(s) changed" in second.stdout
-    assert "no regression (7/13 -> 7/13 tasks pass)" in second.stdout
+    assert "0 of 15 task(s) changed" in second.stdout
+    assert "no regression (8/15 -> 8/15 tasks pass)" in second.stdout
     assert f"{latest} now holds tonight's report (job {job_two})" in second.stdout
     assert _reports(s3_server, bucket) == sorted(
         ["nightly/latest.json", f"nightly/reports/{job_one}.json", f"nightly/reports/{job_two}.json"]
@@ -152,14 +152,14 @@ def test_nights(
     assert f"REGRESSION  pass_to_fail: task {REGRESSED_TASK} passed before and fails now" in third.stdout
     assert f"  {REGRESSED_TASK}: PASS -> FAIL" in third.stdout
     assert "REGRESSED: " in third.stdout
-    assert "(7/13 -> 6/13 tasks pass)" in third.stdout
+    assert "(8/15 -> 7/15 tasks pass)" in third.stdout
     regressed = _object(s3_server, bucket, f"nightly/reports/{job_three}.json")
     assert _object(s3_server, bucket, "nightly/latest.json") == regressed != expected
 
     # The next night compares with the regressed night: reported once, not again.
     fourth = _night(cronjob, redis_server, s3_server, bucket, run="regressed")
     assert fourth.returncode == 0, fourth.stdout + fourth.stderr
-    assert "no regression (6/13 -> 6/13 tasks pass)" in fourth.stdout
+    assert "no regression (7/15 -> 7/15 tasks pass)" in fourth.stdout
 
     # A night whose job fails (its corpus is missing): the job's own exit code, latest.json left.
     before = digest_bytes(_object(s3_server, bucket, "nightly/latest.json"))

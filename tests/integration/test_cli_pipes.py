@@ -41,7 +41,7 @@ def test_evaluate_into_a_closed_pipe_keeps_its_exit_code_and_writes_the_report(t
     assert b"internal error" not in done.stderr
     assert b"Traceback" not in done.stderr
     assert b"Exception ignored" not in done.stderr
-    assert json.loads(report.read_bytes())["summary"]["passing_tasks"] == 7
+    assert json.loads(report.read_bytes())["summary"]["passing_tasks"] == 8
 
 
 def test_bad_input_with_stderr_closed_is_still_exit_3(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_standard_output_on_a_full_device_is_an_output_error(tmp_path: Path) -> 
     done = _run_with(">/dev/full", *ECEB, *evaluate_args(report))
     assert done.returncode == exit_codes.OUTPUT, done.stderr
     assert b"Exception ignored" not in done.stderr
-    assert json.loads(report.read_bytes())["summary"]["passing_tasks"] == 7
+    assert json.loads(report.read_bytes())["summary"]["passing_tasks"] == 8
     report.unlink()
     done = _run_with("2>/dev/full", *ECEB, *evaluate_args(report))
     assert done.returncode == exit_codes.TASKS_FAILED

@@ -134,7 +134,7 @@ def test_the_readme_walkthrough_without_docker_runs_a_job_on_a_local_cluster(tmp
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(shell.pid, signal.SIGKILL)
 
-    assert "uploaded 18 files of enterprise-seed to s3://eceb-inputs/enterprise-seed/" in out
+    assert "uploaded 25 files of enterprise-seed to s3://eceb-inputs/enterprise-seed/" in out
     assert "8/15 tasks pass" in out + err
     assert SECRET not in out + err
     assert "no worker consumes" not in err, err  # the block waits for its worker before it submits
