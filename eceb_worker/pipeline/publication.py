@@ -161,7 +161,12 @@ def _sources_problems(sources: SourcesFile, file: str) -> list[Problem]:
 
 
 def _claim_problems(published: Published, claimed: ClaimClass, file: str) -> list[Problem]:
-    evidence = claim_evidence(published.run, published.sources, published.declarations)
+    evidence = claim_evidence(
+        published.run,
+        published.sources,
+        published.declarations,
+        disclosure_checked=published.report.disclosure_check.enabled,
+    )
     return [Problem(file=file, field="claim.claimed", message=reason) for reason in claim_reasons(claimed, evidence)]
 
 

@@ -15,6 +15,7 @@ from eceb_worker.families.eceb.claims import (
     claim_evidence,
     claim_reasons,
     controls_reasons,
+    disclosure_reasons,
     empirical_reasons,
     order_reasons,
     public_corpus_reasons,
@@ -106,6 +107,19 @@ def test_enterprise_validated_needs_controls_and_human_review() -> None:
     assert "declared sampling" in reasons[0] and "declared reproducibility" in reasons[1]
     assert "configuration a's judge has 'none'" in reasons[2]
     assert controls_reasons("enterprise_proxy", evidence) == []
+
+
+@pytest.mark.parametrize("claimed", CLASSES)
+def test_a_claim_above_the_seed_class_needs_answers_checked_for_disclosures(claimed: ClaimClass) -> None:
+    unchecked = with_(disclosure_checked=False)
+    if claimed == "conformance_seed":
+        assert disclosure_reasons(claimed, unchecked) == [] and claim_reasons(claimed, unchecked) == []
+    else:
+        assert disclosure_reasons(claimed, unchecked) == [
+            f"{claimed} needs answers checked for disclosures of restricted text (ECEB-0.1 §1, §17); the report "
+            "was evaluated with --no-disclosure-check"
+        ]
+        assert claim_reasons(claimed, unchecked) == disclosure_reasons(claimed, unchecked)
 
 
 def test_every_reason_is_returned_together() -> None:

@@ -19,7 +19,10 @@ own class (:func:`at_most`), and must meet its class's own conditions:
 - ``enterprise_proxy`` needs a public corpus;
 - ``enterprise_validated`` needs declared sampling, authorization and
   reproducibility controls, and human review (``sampled`` or ``full``) by
-  every judge.
+  every judge;
+- every class above ``conformance_seed`` needs a report whose answers were
+  checked for disclosures (§1, §17: restricted-data disclosure is a hard
+  failure, so a report that did not look cannot show there was none).
 
 :func:`claim_reasons` applies every rule and returns every reason; nothing
 here reads a file, and nothing ever upgrades a class.
@@ -42,6 +45,7 @@ __all__ = [
     "claim_evidence",
     "claim_reasons",
     "controls_reasons",
+    "disclosure_reasons",
     "empirical_reasons",
     "order_reasons",
     "public_corpus_reasons",
@@ -72,6 +76,8 @@ class ClaimEvidence(msgspec.Struct, frozen=True, kw_only=True):
         reviews: ``(configuration id, human review)`` of every judge.
         undeclared_controls: the controls (``sampling``, ``authorization``,
             ``reproducibility``) not declared.
+        disclosure_checked: the report's answers were checked for
+            disclosures (its ``disclosure_check`` is enabled).
     """
 
     run_claim_class: ClaimClass
@@ -81,11 +87,15 @@ class ClaimEvidence(msgspec.Struct, frozen=True, kw_only=True):
     unrevisioned: tuple[str, ...]
     reviews: tuple[tuple[str, str], ...]
     undeclared_controls: tuple[str, ...]
+    disclosure_checked: bool = True
 
 
-def claim_evidence(run: RunHeader, sources: SourcesFile, declarations: Declarations | None) -> ClaimEvidence:
-    """The :class:`ClaimEvidence` of a run's header, its sources file and its
-    declarations file (None: nothing declared)."""
+def claim_evidence(
+    run: RunHeader, sources: SourcesFile, declarations: Declarations | None, *, disclosure_checked: bool = True
+) -> ClaimEvidence:
+    """The :class:`ClaimEvidence` of a run's header, its sources file, its
+    declarations file (None: nothing declared) and whether its report
+    checked answers for disclosures."""
     unrevisioned = []
     for configuration in sorted(run.configurations, key=lambda c: c.configuration_id):
         for role, model in (("model", configuration.model), ("judge model", configuration.judge.model)):
@@ -104,6 +114,7 @@ def claim_evidence(run: RunHeader, sources: SourcesFile, declarations: Declarati
             sorted((c.configuration_id, c.judge.human_review) for c in run.configurations)  # one judge a configuration
         ),
         undeclared_controls=tuple(name for name in _CONTROLS if not declared[name]),
+        disclosure_checked=disclosure_checked,
     )
 
 
@@ -169,7 +180,25 @@ def controls_reasons(claimed: ClaimClass, evidence: ClaimEvidence) -> list[str]:
     return reasons
 
 
-_RULES: Final = (order_reasons, empirical_reasons, public_corpus_reasons, replayable_reasons, controls_reasons)
+def disclosure_reasons(claimed: ClaimClass, evidence: ClaimEvidence) -> list[str]:
+    """Every class above ``conformance_seed`` needs answers checked for
+    disclosures (§1, §17)."""
+    if claimed == "conformance_seed" or evidence.disclosure_checked:
+        return []
+    return [
+        f"{claimed} needs answers checked for disclosures of restricted text (ECEB-0.1 §1, §17); the report was "
+        "evaluated with --no-disclosure-check"
+    ]
+
+
+_RULES: Final = (
+    order_reasons,
+    empirical_reasons,
+    public_corpus_reasons,
+    replayable_reasons,
+    controls_reasons,
+    disclosure_reasons,
+)
 
 
 def claim_reasons(claimed: ClaimClass, evidence: ClaimEvidence) -> list[str]:

@@ -22,6 +22,7 @@ from eceb_worker.core.digests import Digest
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, task_root
 from eceb_worker.families.eceb.declarations import Declarations, Exclusion, SourcesFile, Timeout
+from eceb_worker.families.eceb.disclosure import DisclosureCheck
 from eceb_worker.families.eceb.report import Report, run_digest
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Run
 from eceb_worker.families.eceb.vocabulary import ClaimClass
@@ -189,6 +190,8 @@ class PublicationManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
         measurements: the raw per-repetition measurements (§16).
         incidents: exclusions, timeouts, retries and failed tasks (§16).
         uncertainty: the estimate, or that it was not estimated (§16).
+        disclosure_check: whether the report checked answers for
+            disclosures, and with which N (§1, §17), as the report states it.
         human_review: human-review status (§16).
         controls: declared sampling, authorization and reproducibility (§15).
     """
@@ -205,6 +208,7 @@ class PublicationManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     measurements: Measurements
     incidents: Incidents
     uncertainty: UncertaintyStatement
+    disclosure_check: DisclosureCheck
     human_review: HumanReview
     controls: Controls
 
@@ -318,6 +322,7 @@ def build_manifest(
             failed_tasks=tuple(sorted(t.task_id for t in report.tasks if not t.passed)),
         ),
         uncertainty=uncertainty_of(report),
+        disclosure_check=report.disclosure_check,
         human_review=HumanReview(status=weakest, by_configuration=reviews),
         controls=Controls(
             sampling=declarations.sampling if declarations is not None else "",
