@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from eceb_worker.core.lenient import ITEM_DEPTH, copy_object, decode_lenient, value_defects
+from eceb_worker.core.lenient import ITEM_DEPTH, brief_repr, copy_object, decode_lenient, value_defects
 from eceb_worker.core.repeats import repeats_no_key
 from eceb_worker.core.schemas import json_schema
 from eceb_worker.errors import InputError, Problem
@@ -73,16 +73,18 @@ def _field_of(error: Any) -> str:
 
 
 def _message_of(error: Any) -> str:
+    """The message of a schema violation, the offending value shown by :func:`brief_repr`."""
     if error.validator == "anyOf":
         enums = [e for e in error.context or () if e.validator == "enum"]
         if enums:
             return _message_of(enums[0])
+    shown = brief_repr(error.instance)
     if error.validator == "pattern" and "digest" in json_path(error.absolute_path):
-        return f"{error.instance!r} is not a BLAKE3-256 digest (64 lowercase hex characters)"
+        return f"{shown} is not a BLAKE3-256 digest (64 lowercase hex characters)"
     if error.validator == "enum":
         allowed = ", ".join(map(str, error.validator_value))
-        return f"{error.instance!r} is not one of: {allowed}"
-    return str(error.message)
+        return f"{shown} is not one of: {allowed}"
+    return str(error.message).replace(repr(error.instance), shown)
 
 
 def _is_utf8(raw: bytes) -> bool:

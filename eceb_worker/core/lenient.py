@@ -16,7 +16,17 @@ import re
 import secrets
 from typing import Any, Final
 
-__all__ = ["ITEM_DEPTH", "MAX_DEPTH", "Path", "copy_object", "decode_lenient", "shorten", "value_defects"]
+__all__ = [
+    "ITEM_DEPTH",
+    "MAX_DEPTH",
+    "SHOWN_CHARACTERS",
+    "Path",
+    "brief_repr",
+    "copy_object",
+    "decode_lenient",
+    "shorten",
+    "value_defects",
+]
 
 MAX_DEPTH: Final = 64
 """The deepest nesting of arrays and objects a document may have (the
@@ -26,6 +36,9 @@ ITEM_DEPTH: Final = 3
 
 Path = tuple[str | int, ...]
 """A JSON path: object keys and array indices."""
+
+SHOWN_CHARACTERS: Final = 200
+"""The most characters of an input value a message repeats (:func:`brief_repr`)."""
 
 _CUT: Final = "\x00eceb:nested-too-deeply:" + secrets.token_hex(8)
 """What a container nested too deeply is replaced with (no input can hold it)."""
@@ -174,3 +187,13 @@ def shorten(path: Path) -> Path:
     if len(path) >= 3 and isinstance(path[0], str) and isinstance(path[1], int) and isinstance(path[2], str):
         return path[:3]
     return path[:1]
+
+
+def brief_repr(value: Any) -> str:
+    """``repr(value)`` as a message may show it: a container cut out for
+    its depth shown as ``'...'`` (never the marker that stands for it), and
+    at most :data:`SHOWN_CHARACTERS` characters, then how many there were."""
+    shown = repr(value).replace(repr(_CUT), "'...'")
+    if len(shown) <= SHOWN_CHARACTERS:
+        return shown
+    return f"{shown[:SHOWN_CHARACTERS]}... ({len(shown):,} characters)"

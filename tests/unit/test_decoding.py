@@ -217,3 +217,19 @@ def test_deep_nesting_in_a_rules_file_is_bad_input(depth: int) -> None:
 def test_a_key_the_header_repeats_is_reported_with_the_records_problems() -> None:
     text = with_observation_field("quality_milli", "0", index=5).replace('"run_id": ', '"run_id": "x", "run_id": ', 1)
     assert located(run_problems(text)) == {("", "run_id"), ("observations[5]", "quality_milli")}
+
+
+def test_a_message_repeats_at_most_a_bounded_part_of_the_value() -> None:
+    """A document that is one huge array is named briefly, never echoed whole."""
+    [problem] = benchmark_problems(json.dumps(list(range(100_000))))
+    assert problem.message.endswith(" characters) is not of type 'object'")
+    assert problem.message.startswith("[0, 1, 2, 3,")
+    assert len(problem.message) < 300
+
+
+def test_a_container_cut_for_its_depth_is_shown_as_an_ellipsis() -> None:
+    """What stands for a container nested too deeply is never shown (it holds a per-process token)."""
+    problems = benchmark_problems("[" + "[" * 70 + "]" * 70 + ", 1]")
+    assert any("nested too deeply" in p.message for p in problems)
+    shown = [p.message for p in problems if "is not of type 'object'" in p.message]
+    assert shown and all("'...'" in m and "eceb:" not in m and "\x00" not in m for m in shown)
