@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import blake3
 import pytest
 
 from eceb_cli import exit_codes
@@ -127,19 +129,23 @@ def test_a_missing_and_an_added_file_are_named_together(seed_bundle: Path) -> No
     assert f"{seed_bundle / 'sub/extra.json'}: added" in done.stderr
 
 
-def test_a_report_that_does_not_recompute_is_named(seed_bundle: Path) -> None:
-    # The bundled report changed and bound again: every digest matches, but it is not what the corpus makes.
-    import blake3
-
-    report = json.loads((seed_bundle / "report.json").read_text())
-    report["eceb_version"] = "0.0.9"
+def rebind_report(bundle: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` into ``bundle`` as canonical JSON and bind it again in
+    the manifest: every digest matches, the report is what was edited."""
     data = (json.dumps(report, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    (seed_bundle / "report.json").write_bytes(data)
-    manifest = json.loads((seed_bundle / "manifest.json").read_text())
+    (bundle / "report.json").write_bytes(data)
+    manifest = json.loads((bundle / "manifest.json").read_text())
     for bound in manifest["files"]:
         if bound["role"] == "report":
             bound["size_bytes"], bound["digest"] = len(data), blake3.blake3(data).hexdigest()
-    (seed_bundle / "manifest.json").write_text(json.dumps(manifest))
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_report_that_does_not_recompute_is_named(seed_bundle: Path) -> None:
+    # The bundled report changed and bound again: every digest matches, but it is not what the corpus makes.
+    report = json.loads((seed_bundle / "report.json").read_text())
+    report["eceb_version"] = "0.0.9"
+    rebind_report(seed_bundle, report)
     done = check(seed_bundle)
     assert done.returncode == exit_codes.PUBLICATION_REFUSED, done.stderr
     assert "does not recompute byte for byte" in done.stderr
@@ -370,17 +376,9 @@ def test_a_fifo_in_the_bundle_is_named_as_one(seed_bundle: Path) -> None:
 
 
 def test_a_recomputed_report_names_each_differing_leaf_briefly(seed_bundle: Path) -> None:
-    import blake3
-
     report = json.loads((seed_bundle / "report.json").read_text())
     report["tasks"][0]["token_savings_bps"] += 1
-    data = (json.dumps(report, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    (seed_bundle / "report.json").write_bytes(data)
-    manifest = json.loads((seed_bundle / "manifest.json").read_text())
-    for bound in manifest["files"]:
-        if bound["role"] == "report":
-            bound["size_bytes"], bound["digest"] = len(data), blake3.blake3(data).hexdigest()
-    (seed_bundle / "manifest.json").write_text(json.dumps(manifest))
+    rebind_report(seed_bundle, report)
     done = check(seed_bundle)
     assert done.returncode == exit_codes.PUBLICATION_REFUSED, done.stderr
     assert "field 'tasks[0].token_savings_bps'" in done.stderr
