@@ -51,6 +51,7 @@ from eceb_worker.families.eceb.run import (
     Tokenizer,
 )
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
+from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
@@ -174,7 +175,11 @@ def generate(observations: int, task_count: int) -> tuple[Path, Benchmark, list[
 
 
 def evaluate_checked(
-    inputs: CheckedInputs, *, shard_observations: int = DEFAULT_SHARD_OBSERVATIONS, disclosure: bool = True
+    inputs: CheckedInputs,
+    *,
+    shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
+    disclosure: bool = True,
+    uncertainty: UncertaintyMode = "bootstrap",
 ) -> list[TaskOutcome]:
     """What ``eceb evaluate`` does once the corpus has verified, up to the
     reduce (:class:`eceb_worker.pipeline.jobs.Job`'s evaluation stage, run in
@@ -183,7 +188,8 @@ def evaluate_checked(
     digested (``evaluate_tasks_of_run``, against every registry artifact by
     id): the part that shards spread over processes. With ``disclosure``,
     answers are checked against the restricted artifacts of ``DATA/corpus``
-    (read once, as one process's shards share them)."""
+    (read once, as one process's shards share them); ``uncertainty`` as
+    ``eceb evaluate --uncertainty``."""
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
     artifacts = inputs.registry.by_id()
@@ -194,7 +200,11 @@ def evaluate_checked(
     if disclosure:
         restricted = CorpusTexts(open_storage(StorageSpec(source=str(DATA / "corpus"))), 8, {})
     for shard in plan_evaluation(counts, shard_observations=shard_observations):
-        outcomes.extend(evaluate_tasks_of_run(task_ids[shard.start : shard.end], run, tasks, artifacts, restricted))
+        outcomes.extend(
+            evaluate_tasks_of_run(
+                task_ids[shard.start : shard.end], run, tasks, artifacts, restricted, uncertainty=uncertainty
+            )
+        )
     return outcomes
 
 
@@ -235,6 +245,11 @@ def main() -> None:
         "--cli",
         action="store_true",
         help="also time the installed `eceb evaluate` on 1 core and on every core, and a bare msgspec decode",
+    )
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="also time the evaluation stage with the disclosure check and the savings intervals each on and off",
     )
     args = parser.parse_args()
     if args.generate_only:
@@ -289,9 +304,34 @@ def main() -> None:
     print(f"  {'throughput':<34} {observation_count / total:,.0f} observations/s")
     print(f"  {'peak RSS (whole process)':<34} {rss_gb:6.2f} GB  target < 2 GB   {'met' if rss_gb < 2 else 'NOT met'}")
     print(f"  report: {len(data) / 1e6:.1f} MB")
+    if args.checks:
+        check_figures(inputs)
     if args.cli:
         detached_shard_figures(inputs)
         command_line_figures(run_path, data, dict(stages))
+
+
+def check_figures(inputs: CheckedInputs) -> None:
+    """The evaluation stage (:func:`evaluate_checked`) with the disclosure
+    check (ECEB-0.1 §17) and the savings intervals (§16) each on and off,
+    one core, best of 2 alternating runs; the ratio to neither."""
+    ways: list[tuple[bool, UncertaintyMode]] = [
+        (False, "none"),
+        (True, "none"),
+        (False, "bootstrap"),
+        (True, "bootstrap"),
+    ]
+    best = dict.fromkeys(ways, 1e9)
+    for _ in range(2):
+        for disclosure, uncertainty in ways:
+            started = time.perf_counter()
+            evaluate_checked(inputs, disclosure=disclosure, uncertainty=uncertainty)
+            best[(disclosure, uncertainty)] = min(best[(disclosure, uncertainty)], time.perf_counter() - started)
+    base = best[(False, "none")]
+    print("evaluation stage, one core (best of 2):")
+    for (disclosure, uncertainty), seconds in best.items():
+        name = f"disclosure check {'on' if disclosure else 'off'}, intervals {uncertainty}"
+        print(f"  {name:<44} {seconds:6.2f} s  {seconds / base:5.2f}x")
 
 
 def detached_shard_figures(inputs: CheckedInputs) -> None:

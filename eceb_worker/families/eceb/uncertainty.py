@@ -40,12 +40,13 @@ exact and reproducible from the run alone:
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from typing import Final, Literal
 
 import blake3
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from eceb_worker.core.arithmetic import BPS, savings_bps
 from eceb_worker.core.canonical import canonical_json
@@ -83,8 +84,8 @@ BLOCK_BYTES: Final = 4096
 TASK_SEED_CONTEXT: Final = "symgliph.eceb 0.1 bootstrap seed of a task"
 SUMMARY_SEED_CONTEXT: Final = "symgliph.eceb 0.1 bootstrap seed of a summary figure"
 
-_WORDS: Final = struct.Struct(f"<{BLOCK_BYTES // 8}Q")
 _TWO_64: Final = 1 << 64
+_INT64_BOUND: Final = 1 << 63
 
 Interval = tuple[int, int]
 """``(lower, upper)`` basis points, ``lower <= upper``."""
@@ -152,32 +153,53 @@ class DrawStream:
             raise ValueError(f"a seed is 32 bytes, got {len(seed)}")
         self._seed = seed
         self._counter = 0
-        self._buffer: tuple[int, ...] = ()
+        self._block = b""
         self._position = 0
 
-    def _take(self, count: int) -> list[int]:
-        """The next ``count`` words of the stream."""
-        taken: list[int] = []
-        while len(taken) < count:
-            if self._position == len(self._buffer):
-                block = blake3.blake3(self._counter.to_bytes(8, "little"), key=self._seed).digest(length=BLOCK_BYTES)
-                self._buffer, self._position = _WORDS.unpack(block), 0
-                self._counter += 1
-            end = min(len(self._buffer), self._position + count - len(taken))
-            taken.extend(self._buffer[self._position : end])
-            self._position = end
-        return taken
+    def _take(self, count: int) -> npt.NDArray[np.uint64]:
+        """The next ``count`` words of the stream (64-bit little-endian)."""
+        need = 8 * count
+        left = len(self._block) - self._position
+        if need <= left:
+            taken = self._block[self._position : self._position + need]
+            self._position += need
+        else:
+            blocks = -(-(need - left) // BLOCK_BYTES)
+            fresh = b"".join(
+                blake3.blake3(counter.to_bytes(8, "little"), key=self._seed).digest(length=BLOCK_BYTES)
+                for counter in range(self._counter, self._counter + blocks)
+            )
+            self._counter += blocks
+            taken = self._block[self._position :] + fresh[: need - left]
+            self._block = fresh[-BLOCK_BYTES:]
+            self._position = need - left - (blocks - 1) * BLOCK_BYTES
+        return np.frombuffer(taken, dtype="<u8")
 
-    def draws(self, n: int, count: int) -> list[int]:
-        """The next ``count`` uniform integers in ``0..n-1``, in stream order.
-        Raises ValueError unless ``1 <= n <= 2^64``."""
+    def indices(self, n: int, count: int) -> npt.NDArray[np.uint64]:
+        """The next ``count`` uniform integers in ``0..n-1``, in stream order,
+        as an array (exact unsigned 64-bit arithmetic). Raises ValueError
+        unless ``1 <= n <= 2^64``."""
         if not 1 <= n <= _TWO_64:
             raise ValueError(f"draws are below 1..2^64, not {n}")
-        limit = _TWO_64 - _TWO_64 % n
-        drawn: list[int] = []
-        while len(drawn) < count:  # a rejected word is skipped; the next words replace it
-            drawn.extend([word % n for word in self._take(count - len(drawn)) if word < limit])
-        return drawn
+        if n == _TWO_64:
+            return self._take(count)
+        divisor = np.uint64(n)
+        rejected = _TWO_64 % n  # 0 when n divides 2^64: no word is rejected
+        limit = np.uint64(_TWO_64 - rejected) if rejected else None
+        parts: list[npt.NDArray[np.uint64]] = []
+        drawn = 0
+        while drawn < count:  # a rejected word is skipped; the next words replace it
+            words = self._take(count - drawn)
+            if limit is not None and bool((words >= limit).any()):
+                words = words[words < limit]
+            parts.append(words % divisor)
+            drawn += len(words)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def draws(self, n: int, count: int) -> list[int]:
+        """The next ``count`` uniform integers in ``0..n-1``, in stream order
+        (:meth:`indices` as Python integers). Raises ValueError unless ``1 <= n <= 2^64``."""
+        return [int(i) for i in self.indices(n, count).tolist()]
 
     def below(self, n: int) -> int:
         """The next uniform integer in ``0..n-1`` (see :meth:`draws`)."""
@@ -280,12 +302,23 @@ def _resampled_sums(
     the same repetitions drawn), each the next ``len(values)`` draws below
     ``len(values)``: one resample's draws held at a time, not all of them."""
     size = len(values)
-    sums, paired_sums = [], []
+    sums: list[int] = []
+    paired_sums: list[int] = []
+    largest = max(map(abs, [*values, *paired]))
+    if largest * size < _INT64_BOUND:  # every sum fits a signed 64-bit integer: summed exactly in C
+        held = np.asarray(values, dtype=np.int64)
+        held_paired = np.asarray(paired, dtype=np.int64)
+        for _ in range(resamples):
+            picks = draws.indices(size, size)
+            sums.append(int(held[picks].sum()))
+            if paired:
+                paired_sums.append(int(held_paired[picks].sum()))
+        return sums, paired_sums
     for _ in range(resamples):
-        picks = draws.draws(size, size)
-        sums.append(sum(values[i] for i in picks))
+        chosen = draws.draws(size, size)
+        sums.append(sum(map(values.__getitem__, chosen)))
         if paired:
-            paired_sums.append(sum(paired[i] for i in picks))
+            paired_sums.append(sum(map(paired.__getitem__, chosen)))
     return sums, paired_sums
 
 
