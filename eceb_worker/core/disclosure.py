@@ -18,8 +18,10 @@ caller hands it the artifacts' verified bytes.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Final, Literal
 
@@ -146,6 +148,15 @@ def _whole_characters(data: bytes, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _pieces(words: list[str], n: int) -> set[str]:
+    """What an artifact's vocabulary holds of ``words``: each pair of
+    consecutive tokens (each token when ``n`` is 1). A window of ``n``
+    tokens can occur in an artifact only if every piece of it does."""
+    if n == 1:
+        return set(words)
+    return set(map(" ".join, itertools.pairwise(words)))
+
+
 class DisclosureHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Restricted text found in an answer.
 
@@ -168,18 +179,37 @@ class DisclosureHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class _Text:
-    """One restricted artifact as the index holds it."""
+    """One restricted artifact as the index holds it: its verified bytes and
+    marked secrets; its tokens and the first place of each window of ``n``
+    tokens only once an answer's window could occur in it (:meth:`windows`)."""
 
-    __slots__ = ("secrets", "tokens")
+    __slots__ = ("data", "first", "secrets", "tokens")
 
-    def __init__(self, tokens: list[Token], secrets: list[tuple[str, int, int]]) -> None:
-        self.tokens = tokens  # offsets in bytes of the artifact
+    def __init__(self, data: bytes, secrets: list[tuple[str, int, int]]) -> None:
+        self.data = data
         self.secrets = secrets
+        self.tokens: list[Token] = []  # offsets in bytes of the artifact
+        self.first: dict[str, int] | None = None
+
+    def windows(self, n: int) -> dict[str, int]:
+        """The first place of each window of ``n`` tokens (made on first use, then kept)."""
+        if self.first is None:
+            self.tokens = artifact_tokens(self.data)
+            words = [t[0] for t in self.tokens]
+            first: dict[str, int] = {}
+            for i in range(len(words) - n + 1):
+                first.setdefault(" ".join(words[i : i + n]), i)
+            self.first = first
+        return self.first
 
 
 class DisclosureIndex:
-    """The restricted artifacts a process has read, by id, and the windows of
-    ``n`` tokens of each (the first place each window occurs in each artifact).
+    """The restricted artifacts a process has read, by id: their bytes, and
+    which artifacts hold each pair of consecutive normalised tokens (their
+    vocabularies); the windows of ``n`` tokens of an artifact (the first
+    place each occurs) are made only when every pair of an answer's window
+    is in its vocabulary,
+    so memory follows the artifacts answers come near, not the corpus.
 
     Raises ValueError for ``n`` below 1.
     """
@@ -189,7 +219,7 @@ class DisclosureIndex:
             raise ValueError(f"the minimum overlap must be at least 1 token, got {n}")
         self.n = n
         self._texts: dict[str, _Text] = {}
-        self._windows: dict[str, list[tuple[str, int]]] = {}
+        self._holders: defaultdict[str, list[str]] = defaultdict(list)  # a piece (_pieces) -> its artifacts
         self._secret_artifacts: list[str] = []
         self._found: dict[str, list[DisclosureHit]] = {}
 
@@ -204,7 +234,6 @@ class DisclosureIndex:
         if artifact_id in self._texts:
             return
         self._found.clear()  # what answers hold changes with every artifact added
-        tokens = artifact_tokens(data)
         marked: list[tuple[str, int, int]] = []
         for span in sorted(set(secrets)):
             if 0 <= span[0] < span[1] <= len(data):
@@ -212,17 +241,13 @@ class DisclosureIndex:
                 value = normalized_with_origins(data[start:end].decode("utf-8", "surrogateescape"))[0]
                 if value:
                     marked.append((value, start, end))
-        self._texts[artifact_id] = _Text(tokens, marked)
+        self._texts[artifact_id] = _Text(data, marked)
         if marked:
             self._secret_artifacts.append(artifact_id)
-        n, windows = self.n, self._windows
-        words = [t[0] for t in tokens]
-        seen: set[str] = set()
-        for i in range(len(words) - n + 1):
-            key = " ".join(words[i : i + n])
-            if key not in seen:
-                seen.add(key)
-                windows.setdefault(key, []).append((artifact_id, i))
+        normalized = normalized_with_origins(data.decode("utf-8", "surrogateescape"))[0]
+        holders = self._holders
+        for piece in _pieces(_TOKEN.findall(normalized), self.n):
+            holders[piece].append(artifact_id)
 
     def find(self, answer: str, restricted: Callable[[str], bool]) -> list[DisclosureHit]:
         """Every disclosure in ``answer`` of an indexed artifact for which
@@ -249,15 +274,22 @@ class DisclosureIndex:
         n = self.n
         tokens = tokenize(answer)
         words = [t[0] for t in tokens]
+        holders = {piece: frozenset(self._holders.get(piece, ())) for piece in _pieces(words, n)}
         resume: dict[str, int] = {}
         for i in range(len(words) - n + 1):
-            found = self._windows.get(" ".join(words[i : i + n]))
-            if not found:
+            window = words[i : i + n]
+            sets = sorted((holders[piece] for piece in _pieces(window, n)), key=len)
+            candidates = sets[0].intersection(*sets[1:]) if sets else frozenset()
+            if not candidates:
                 continue
-            for artifact_id, j in found:
+            key = " ".join(window)
+            for artifact_id in sorted(candidates):
                 if resume.get(artifact_id, 0) > i:
                     continue
                 text = self._texts[artifact_id]
+                j = text.windows(n).get(key)
+                if j is None:
+                    continue
                 theirs = text.tokens
                 k = n
                 while i + k < len(words) and j + k < len(theirs) and words[i + k] == theirs[j + k][0]:
