@@ -155,3 +155,24 @@ def test_many_findings_in_a_long_non_ascii_artifact_take_linear_time() -> None:
     assert time.monotonic() - started < 5
     data = " ".join(words).encode()
     assert data[hits[-1].artifact_start : hits[-1].artifact_end].decode() == " ".join(tail[-9:-1])
+
+
+def test_windows_are_made_only_for_artifacts_that_hold_every_pair_of_an_answers_window() -> None:
+    """The same words in another order hold the window's words but not its
+    pairs: that artifact is never tokenized into windows, and only the one
+    holding the run is found."""
+    index = DisclosureIndex(8)
+    index.add("quoted", f"Header. {WORDS}".encode())
+    index.add("shuffled", " ".join(reversed(WORDS.split())).encode())
+    index.add("unrelated", b"nothing of the answer here at all")
+    answer = " ".join(WORDS.split()[:9])
+    assert [(h.artifact_id, h.tokens) for h in index.find(answer, EVERYWHERE)] == [("quoted", 9)]
+    made = {artifact_id for artifact_id, text in index._texts.items() if text.first is not None}
+    assert made == {"quoted"}
+
+
+def test_a_minimum_of_one_token_uses_single_tokens_as_the_vocabulary() -> None:
+    index = DisclosureIndex(1)
+    index.add("a", b"alpha beta")
+    hits = index.find("gamma BETA", EVERYWHERE)
+    assert [(h.artifact_id, h.tokens, h.artifact_start, h.artifact_end) for h in hits] == [("a", 1, 6, 10)]
