@@ -30,6 +30,7 @@ import msgspec
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.lenient import brief_repr
 from eceb_worker.core.paths import path_problems
 from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.storage import StorageSpec
@@ -47,7 +48,6 @@ from eceb_worker.families.eceb.publication import (
     differences,
     manifest_differences,
     report_consistency,
-    shown_value,
 )
 from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run
@@ -371,7 +371,7 @@ def _recomputed(
         Problem(
             file=str(report_at),
             field=where,
-            message=f"is {shown_value(was)}; recomputed from the corpus: {shown_value(now)}",
+            message=f"is {brief_repr(was)}; recomputed from the corpus: {brief_repr(now)}",
         )
         for where, was, now in changed[:20]
     ]

@@ -19,6 +19,7 @@ import msgspec
 
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import Digest
+from eceb_worker.core.lenient import brief_repr
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, task_root
 from eceb_worker.families.eceb.declarations import Declarations, Exclusion, SourcesFile, Timeout
@@ -349,12 +350,6 @@ def differences(said: Any, made: Any, path: str = "") -> list[tuple[str, Any, An
     return [] if said == made and type(said) is type(made) else [(path, said, made)]
 
 
-def shown_value(value: Any) -> str:
-    """``repr`` of ``value``, cut to 200 characters (a message never repeats a whole document)."""
-    text = repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
 def manifest_differences(said: PublicationManifest, made: PublicationManifest, file: str) -> list[Problem]:
     """Every field of manifest ``said`` (file ``file``) that is not what the
     bundle's files make (``made``, :func:`build_manifest` of them), bound
@@ -365,6 +360,6 @@ def manifest_differences(said: PublicationManifest, made: PublicationManifest, f
         value.pop("implementation_revision")
         value["claim"].pop("claimed")
     return [
-        Problem(file=file, field=where, message=f"says {shown_value(was)}; the bundled files make {shown_value(now)}")
+        Problem(file=file, field=where, message=f"says {brief_repr(was)}; the bundled files make {brief_repr(now)}")
         for where, was, now in differences(left, right)
     ]

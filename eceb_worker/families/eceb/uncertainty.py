@@ -199,7 +199,8 @@ class DrawStream:
     def draws(self, n: int, count: int) -> list[int]:
         """The next ``count`` uniform integers in ``0..n-1``, in stream order
         (:meth:`indices` as Python integers). Raises ValueError unless ``1 <= n <= 2^64``."""
-        return [int(i) for i in self.indices(n, count).tolist()]
+        drawn: list[int] = self.indices(n, count).tolist()
+        return drawn
 
     def below(self, n: int) -> int:
         """The next uniform integer in ``0..n-1`` (see :meth:`draws`)."""
