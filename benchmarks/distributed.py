@@ -143,8 +143,8 @@ def inprocess_child(params: dict[str, Any]) -> None:
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.corpus.verification import encode_verification
     from eceb_worker.executors import InProcessExecutor
+    from eceb_worker.pipeline.embedded import verify_corpus
     from eceb_worker.pipeline.inputs import load_registry
-    from eceb_worker.pipeline.jobs import verify_corpus
 
     path = Path(params["registry"])
     spec = StorageSpec(source=params["files"])

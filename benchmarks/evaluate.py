@@ -31,11 +31,16 @@ import blake3
 import msgspec
 
 from eceb_worker import __version__
+from eceb_worker.core.disclosure import DEFAULT_MINIMUM_OVERLAP_TOKENS
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.registry import build_registry, registry_lines
 from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.corpus.verification import verify_shard
 from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, TaskFindings, findings_by_task
+from eceb_worker.families.eceb.disclosure.findings import findings_of_tasks
+from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner, ScanContext
+from eceb_worker.families.eceb.disclosure.spec import scan_spec
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import (
@@ -55,7 +60,6 @@ from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
-from eceb_worker.pipeline.restricted import CorpusTexts
 
 T = TypeVar("T")
 DATA = Path(__file__).resolve().parent / "data" / "evaluate"
@@ -187,25 +191,36 @@ def evaluate_checked(
     (``plan_evaluation``), each shard's tasks decoded, checked, evaluated and
     digested (``evaluate_tasks_of_run``, against every registry artifact by
     id): the part that shards spread over processes. With ``disclosure``,
-    answers are checked against the restricted artifacts of ``DATA/corpus``
-    (read once, as one process's shards share them); ``uncertainty`` as
-    ``eceb evaluate --uncertainty``."""
+    the findings come from scanning ``DATA/corpus`` as the re-hash reads it
+    (one shard: the re-hash and the scan both timed) and each answer's are
+    looked up; ``uncertainty`` as ``eceb evaluate --uncertainty``."""
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
     artifacts = inputs.registry.by_id()
     task_ids = evaluation_task_ids(benchmark, run)
     counts = [len(run.observations.get(task_id, ())) for task_id in task_ids]
     outcomes: list[TaskOutcome] = []
-    restricted = None
-    if disclosure:
-        restricted = CorpusTexts(open_storage(StorageSpec(source=str(DATA / "corpus"))), 8, {})
+    findings = scanned_findings(inputs) if disclosure else None
     for shard in plan_evaluation(counts, shard_observations=shard_observations):
         outcomes.extend(
             evaluate_tasks_of_run(
-                task_ids[shard.start : shard.end], run, tasks, artifacts, restricted, uncertainty=uncertainty
+                task_ids[shard.start : shard.end], run, tasks, artifacts, findings, uncertainty=uncertainty
             )
         )
     return outcomes
+
+
+def scanned_findings(inputs: CheckedInputs) -> dict[str, TaskFindings] | None:
+    """Every answer's disclosures, from one re-hash shard of ``DATA/corpus``
+    that scans what it reads (as ``eceb evaluate``'s re-hash does)."""
+    spec = scan_spec(inputs.benchmark, inputs.run, DEFAULT_MINIMUM_OVERLAP_TOKENS)
+    if spec is None:
+        return findings_by_task(DEFAULT_DISCLOSURE_CHECK, ())
+    registered = list(inputs.registry.artifacts)
+    scanner = DisclosureScanner(ScanContext(spec), registered)
+    verify_shard(registered, open_storage(StorageSpec(source=str(DATA / "corpus"))), observer=scanner)
+    found = findings_of_tasks([scanner.partial()], inputs.benchmark.tasks)
+    return findings_by_task(DEFAULT_DISCLOSURE_CHECK, [f for items in found.values() for f in items])
 
 
 def reduced(inputs: CheckedInputs, outcomes: list[TaskOutcome]) -> Report:

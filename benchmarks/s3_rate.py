@@ -131,8 +131,8 @@ def measure(args: argparse.Namespace, corpora: dict[str, SyntheticCorpus], cpus:
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.executors import InProcessExecutor
     from eceb_worker.io.s3_corpus import S3Storage
+    from eceb_worker.pipeline.embedded import verify_corpus
     from eceb_worker.pipeline.inputs import load_registry
-    from eceb_worker.pipeline.jobs import verify_corpus
 
     results: dict[str, Any] = {"gets": [], "rehash": []}
     with tempfile.TemporaryDirectory(prefix="s3-rate-") as scratch, moto_server(Path(scratch), cpus[1]) as served:

@@ -22,8 +22,8 @@ from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCL
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.locations import Locator
+from eceb_worker.pipeline.embedded import evaluate as run_evaluation
 from eceb_worker.pipeline.inputs import check_inputs
-from eceb_worker.pipeline.jobs import evaluate as run_evaluation
 from eceb_worker.render.text import report_lines, verdict_line
 
 __all__ = ["evaluate", "validate"]

@@ -22,13 +22,15 @@ __all__ = ["RangeArtifact", "registry_artifacts", "registry_range_artifacts"]
 
 class RangeArtifact(msgspec.Struct, frozen=True, gc=False):
     """What re-hashing needs of an artifact line already checked (its
-    :class:`~eceb_worker.corpus.verification.Registered` fields), decoded
-    without a check: the other fields are skipped."""
+    :class:`~eceb_worker.corpus.verification.Registered` fields and its
+    classification, for the disclosure scan), decoded without a check: the
+    other fields are skipped."""
 
     artifact_id: str
     path: str
     source_digest: str
     size_bytes: int
+    classification: str = ""
 
 
 _RANGE_DECODER: Final = msgspec.json.Decoder(RangeArtifact)

@@ -13,7 +13,7 @@ from eceb_worker.core.digests import HashedBytes
 from eceb_worker.core.urls import s3_location
 from eceb_worker.errors import ArtifactReadError
 
-__all__ = ["CorpusStorage", "ListedEntry", "StorageSpec"]
+__all__ = ["ByteSink", "CorpusStorage", "ListedEntry", "ReadObserver", "StorageSpec"]
 
 
 class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,6 +60,29 @@ class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
     refusal: str = ""
 
 
+class ByteSink(Protocol):
+    """What watches one read of one artifact: its bytes as they are read,
+    then the digest of all of them (a read that fails midway is never ended)."""
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """The next bytes read (the caller may reuse ``data``'s buffer once this returns)."""
+        ...
+
+    def end(self, digest: str) -> None:
+        """The read completed: BLAKE3-256 (hex) of the bytes fed."""
+        ...
+
+
+class ReadObserver(Protocol):
+    """What watches the reads of a batch of artifacts (the disclosure scan
+    of a re-hash shard): a fresh sink for every read, an artifact read
+    again (corrupted in transit, a mismatch confirmed) included."""
+
+    def reading(self, position: int) -> ByteSink | None:
+        """A sink for a read of the artifact at ``position`` in the batch, or None to read it unwatched."""
+        ...
+
+
 class CorpusStorage(Protocol):
     """Read access to the source bytes of a corpus. Implementations are safe
     to share between threads of one process."""
@@ -69,8 +92,11 @@ class CorpusStorage(Protocol):
         """Where the corpus lives, for messages: never holds a credential."""
         ...
 
-    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
-        """Stream each artifact's complete bytes through BLAKE3-256.
+    def hash_artifacts(
+        self, paths: Sequence[str], observer: ReadObserver | None = None
+    ) -> list[HashedBytes | ArtifactReadError]:
+        """Stream each artifact's complete bytes through BLAKE3-256 (and
+        through ``observer``'s sink for its position, when it has one).
 
         ``paths`` are portable corpus-relative paths. Returns, in their
         order, ``(size_bytes, digest)`` or the artifact's

@@ -15,12 +15,11 @@ from typing import Final, Literal, Protocol, runtime_checkable
 import msgspec
 
 from eceb_worker.core.canonical import canonical_json
-from eceb_worker.core.digests import CHECK_READS, HashedBytes
+from eceb_worker.core.digests import CHECK_READS
 from eceb_worker.corpus.artifacts import VERIFICATION_SCHEMA
-from eceb_worker.corpus.storage import CorpusStorage
+from eceb_worker.corpus.outcomes import HashResult, read_status
+from eceb_worker.corpus.storage import ByteSink, CorpusStorage, ReadObserver
 from eceb_worker.errors import (
-    ArtifactMissing,
-    ArtifactOutsideCorpus,
     ArtifactReadError,
     ArtifactUnreadable,
     VerificationError,
@@ -31,13 +30,11 @@ __all__ = [
     "ExpectedArtifact",
     "Finding",
     "FindingStatus",
-    "HashOutcome",
     "HashResult",
     "Registered",
     "ShardVerification",
     "VerificationReport",
     "encode_verification",
-    "hash_outcomes",
     "confirm_mismatches",
     "reduce_verification",
     "shard_verification",
@@ -46,9 +43,6 @@ __all__ = [
 ]
 
 FindingStatus = Literal["missing", "stale", "unreadable", "outside_corpus"]
-
-HashResult = HashedBytes | ArtifactReadError
-"""What the storage found for one path: ``(size_bytes, digest)``, or why it could not read it."""
 
 
 class Registered(Protocol):
@@ -79,19 +73,22 @@ class Registered(Protocol):
 
 class ExpectedArtifact(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A registered artifact as a shard task carries it to its worker: only
-    what re-hashing needs (:class:`Registered`), as an array, unchecked (the
-    registry was checked when it was read). A tenth of an artifact's
-    decoding cost at the other end."""
+    what re-hashing needs (:class:`Registered`) and its classification (what
+    the disclosure scan needs), as an array, unchecked (the registry was
+    checked when it was read). A tenth of an artifact's decoding cost at
+    the other end."""
 
     artifact_id: str
     path: str
     source_digest: str
     size_bytes: int
+    classification: str = ""
 
     @classmethod
     def of(cls, artifact: Registered) -> ExpectedArtifact:
-        """The wire form of ``artifact``."""
-        return cls(artifact.artifact_id, artifact.path, artifact.source_digest, artifact.size_bytes)
+        """The wire form of ``artifact`` (with its classification, when it has one)."""
+        classification = getattr(artifact, "classification", "")
+        return cls(artifact.artifact_id, artifact.path, artifact.source_digest, artifact.size_bytes, classification)
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -163,45 +160,9 @@ class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
         return not self.findings
 
 
-class HashOutcome(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """What hashing one path found (registering a corpus).
-
-    Fields:
-        path: the corpus-relative path.
-        status: ``ok``, or why no digest could be taken (a :data:`FindingStatus`
-            other than ``stale``).
-        size_bytes, digest: length and BLAKE3-256 of the bytes (``ok`` only).
-        detail: the storage's own words when ``status`` is not ``ok``.
-    """
-
-    path: str
-    status: Literal["ok", "missing", "unreadable", "outside_corpus"]
-    size_bytes: int = 0
-    digest: str = ""
-    detail: str = ""
-
-
-def _status(error: ArtifactReadError) -> Literal["missing", "unreadable", "outside_corpus"]:
-    if isinstance(error, ArtifactMissing):
-        return "missing"
-    if isinstance(error, ArtifactOutsideCorpus):
-        return "outside_corpus"
-    return "unreadable"
-
-
-def hash_outcomes(paths: Sequence[str], results: Sequence[HashResult]) -> list[HashOutcome]:
-    """One :class:`HashOutcome` per path (same positions as ``results``)."""
-    return [
-        HashOutcome(path=path, status=_status(result), detail=result.detail)
-        if isinstance(result, ArtifactReadError)
-        else HashOutcome(path=path, status="ok", size_bytes=result[0], digest=result[1])
-        for path, result in zip(paths, results, strict=True)
-    ]
-
-
 def _finding(artifact: Registered, result: HashResult) -> Finding | None:
     if isinstance(result, ArtifactReadError):
-        status: FindingStatus = _status(result)
+        status: FindingStatus = read_status(result)
         detail = result.detail
     elif result[1] == artifact.source_digest:
         return None
@@ -220,18 +181,31 @@ def _finding(artifact: Registered, result: HashResult) -> Finding | None:
     )
 
 
+class _Positions:
+    """An observer of a sub-batch: position ``i`` of it is ``positions[i]`` of the batch."""
+
+    def __init__(self, observer: ReadObserver, positions: Sequence[int]) -> None:
+        self._observer = observer
+        self._positions = positions
+
+    def reading(self, position: int) -> ByteSink | None:
+        return self._observer.reading(self._positions[position])
+
+
 def confirm_mismatches(
     artifacts: Sequence[Registered],
     results: Sequence[HashResult],
-    rehash: Callable[[Sequence[str]], Sequence[HashResult]],
+    rehash: Callable[[Sequence[str], ReadObserver | None], Sequence[HashResult]],
     *,
     reads: int = CHECK_READS,
+    observer: ReadObserver | None = None,
 ) -> list[HashResult]:
     """``results`` (what the storage found for each artifact's path, same
     positions), with every digest that differs from the registered one read
-    again through ``rehash`` (paths to results, like
+    again through ``rehash`` (paths and an observer to results, like
     :meth:`~eceb_worker.corpus.storage.CorpusStorage.hash_artifacts`), up to
-    ``reads`` reads of it in all.
+    ``reads`` reads of it in all, each read watched by ``observer`` (its
+    positions those of ``artifacts``).
 
     A read that matches the registered digest ends it (the earlier bytes
     were corrupted on their way): the artifact verifies. A read that gives a
@@ -252,7 +226,8 @@ def confirm_mismatches(
     for _ in range(reads - 1):
         if not pending:
             return confirmed
-        again = rehash([artifacts[index].path for index in pending])
+        watching = None if observer is None else _Positions(observer, pending)
+        again = rehash([artifacts[index].path for index in pending], watching)
         unsettled = []
         for index, result in zip(pending, again, strict=True):
             confirmed[index] = result
@@ -294,30 +269,48 @@ class ComparingStorage(Protocol):
     """A storage that compares what it reads with the registry as it reads
     (cheaper than returning every digest, as a local directory does)."""
 
-    def check_artifacts(self, artifacts: Sequence[Registered]) -> tuple[int, list[tuple[int, HashResult]]]:
+    def check_artifacts(
+        self, artifacts: Sequence[Registered], observer: ReadObserver | None = None
+    ) -> tuple[int, list[tuple[int, HashResult]]]:
         """Re-hash ``artifacts``: the bytes hashed of those whose digest is
         the registered one, and ``(position, result)`` of every other one in
-        their order, ``result`` what ``hash_artifacts`` gives for its path.
+        their order, ``result`` what ``hash_artifacts`` gives for its path;
+        every read watched by ``observer`` (positions those of ``artifacts``).
         Raises ``StorageError`` when the storage as a whole fails."""
         ...
 
 
-def verify_shard(artifacts: Sequence[Registered], storage: CorpusStorage, *, start: int = 0) -> ShardVerification:
+def verify_shard(
+    artifacts: Sequence[Registered],
+    storage: CorpusStorage,
+    *,
+    start: int = 0,
+    observer: ReadObserver | None = None,
+) -> ShardVerification:
     """Re-hash one shard, ``artifacts`` being registry entries
     ``start..start+len`` (ECEB-0.1 §5): :func:`shard_verification` of what
     ``storage`` finds, each digest that differs read again
-    (:func:`confirm_mismatches`). The same result whether or not ``storage``
-    compares as it reads (:class:`ComparingStorage`). Raises
-    ``StorageError`` when the storage as a whole fails."""
+    (:func:`confirm_mismatches`), every read watched by ``observer`` (the
+    disclosure scan, positions those of ``artifacts``). The same result
+    whether or not ``storage`` compares as it reads
+    (:class:`ComparingStorage`). Raises ``StorageError`` when the storage
+    as a whole fails."""
     if not isinstance(storage, ComparingStorage):
         results = confirm_mismatches(
-            artifacts, storage.hash_artifacts([a.path for a in artifacts]), storage.hash_artifacts
+            artifacts,
+            storage.hash_artifacts([a.path for a in artifacts], observer),
+            storage.hash_artifacts,
+            observer=observer,
         )
         return shard_verification(artifacts, results, start=start)
-    hashed, odd = storage.check_artifacts(artifacts)
+    hashed, odd = storage.check_artifacts(artifacts, observer)
     others = [artifacts[index] for index, _ in odd]
+    watching = None if observer is None else _Positions(observer, [index for index, _ in odd])
     rest = shard_verification(
-        others, confirm_mismatches(others, [result for _, result in odd], storage.hash_artifacts) if odd else []
+        others,
+        confirm_mismatches(others, [result for _, result in odd], storage.hash_artifacts, observer=watching)
+        if odd
+        else [],
     )
     count = len(artifacts)
     return ShardVerification(

@@ -24,6 +24,7 @@ each helper, no pickling.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -38,13 +39,14 @@ from eceb_worker.pipeline.shards import Workspace
 if TYPE_CHECKING:
     import subprocess
 
-    from eceb_worker.pipeline.detached import DetachedEvaluation
+    from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
 
 __all__ = ["HelperProcess", "serve"]
 
 _LENGTH_BYTES: Final = 8
 _SHARD_TASK: Final = b"T"
 _DETACHED: Final = b"D"
+_DETACHED_REHASH: Final = b"R"
 _HELPER_CODE: Final = "from eceb_worker.executors.helpers import serve; serve()"
 _EXIT_SECONDS: Final = 10.0
 """How long a helper whose input was closed gets to exit before it is killed."""
@@ -98,6 +100,15 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
     return _read_exactly(stream, int.from_bytes(header, "big")) or b""
 
 
+@functools.cache
+def _detached_decoder(kind: bytes) -> msgspec.msgpack.Decoder[DetachedEvaluation | DetachedRehash]:
+    """The decoder of a detached request of ``kind`` (imported on first use:
+    a helper that only re-hashes never imports the evaluation)."""
+    from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
+
+    return msgspec.msgpack.Decoder(DetachedEvaluation if kind == _DETACHED else DetachedRehash)
+
+
 def serve() -> None:
     """A helper's main loop: answer requests from standard input until it closes.
 
@@ -114,17 +125,12 @@ def serve() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray output goes to stderr, never into an answer
     workspace = Workspace()
-    detached: msgspec.msgpack.Decoder[DetachedEvaluation] | None = None
     try:
         while (frame := _read_frame(requests)) is not None:
             answer: Reply
             try:
-                if frame[:1] == _DETACHED:
-                    if detached is None:
-                        from eceb_worker.pipeline.detached import DetachedEvaluation
-
-                        detached = msgspec.msgpack.Decoder(DetachedEvaluation)
-                    answer = workspace.run_detached(detached.decode(memoryview(frame)[1:]))
+                if frame[:1] in (_DETACHED, _DETACHED_REHASH):
+                    answer = workspace.run_detached(_detached_decoder(frame[:1]).decode(memoryview(frame)[1:]))
                 else:
                     answer = workspace.run(_REQUEST_DECODER.decode(memoryview(frame)[1:]))
             except StorageError as exc:
@@ -190,14 +196,19 @@ class HelperProcess:
         for pipe in (self._process.stdin, self._process.stdout):
             _widen(pipe)
 
-    def send(self, request: ShardTask | DetachedEvaluation) -> None:
-        """Send ``request`` (a shard task, or a detached evaluation shard);
+    def send(self, request: ShardTask | DetachedEvaluation | DetachedRehash) -> None:
+        """Send ``request`` (a shard task, or a detached shard);
         :meth:`answer` waits for its answer. Raises
         :class:`~eceb_worker.errors.ShardFailedError` when the helper is gone
         (killed from outside)."""
         process = self._process
         assert process.stdin is not None
-        kind = _SHARD_TASK if isinstance(request, (RehashTask, EvaluateTask, HashTask)) else _DETACHED
+        if isinstance(request, (RehashTask, EvaluateTask, HashTask)):
+            kind = _SHARD_TASK
+        else:
+            from eceb_worker.pipeline.detached import DetachedEvaluation
+
+            kind = _DETACHED if isinstance(request, DetachedEvaluation) else _DETACHED_REHASH
         payload = _ENCODER.encode(request)
         try:
             _write_frame(process.stdin, payload, kind)

@@ -21,7 +21,7 @@ from eceb_worker.pipeline.messages import ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
 
 if TYPE_CHECKING:
-    from eceb_worker.pipeline.detached import DetachedEvaluation
+    from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
 
 __all__ = ["HELPER_MIN_WORK_BYTES", "InProcessExecutor"]
 
@@ -91,7 +91,7 @@ class InProcessExecutor:
         finished: queue.SimpleQueue[tuple[int, ShardAnswer] | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
-        def claim(*, lend: bool = False) -> tuple[int, ShardTask | DetachedEvaluation] | None:
+        def claim(*, lend: bool = False) -> tuple[int, ShardTask | DetachedEvaluation | DetachedRehash] | None:
             """The next task from the start, as the helper receives it; None when none is left."""
             try:
                 index = waiting.popleft()

@@ -31,7 +31,8 @@ from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.executors.helpers import HelperProcess
 from eceb_worker.executors.inprocess import HELPER_MIN_WORK_BYTES
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
-from eceb_worker.pipeline.jobs import AnswerCallback, Finished, Job, verify_message
+from eceb_worker.pipeline.embedded import verify_message
+from eceb_worker.pipeline.jobs import AnswerCallback, Finished, Job
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     RehashTask,

@@ -14,6 +14,7 @@ from typing import Final
 import blake3
 
 from eceb_worker.core.digests import HashedBytes
+from eceb_worker.corpus.storage import ByteSink
 from eceb_worker.errors import ArtifactReadError, ArtifactUnreadable
 
 __all__ = ["LARGE_FILE_BYTES", "READ_CHUNK_BYTES", "hash_again", "hash_large_file", "hash_open_file"]
@@ -29,7 +30,7 @@ enough that each thread's share of a chunk stays in its core's L2 cache
 docs/PERFORMANCE.md)."""
 
 
-def hash_open_file(fd: int, path: str) -> HashedBytes:
+def hash_open_file(fd: int, path: str, sink: ByteSink | None = None) -> HashedBytes:
     """BLAKE3-256 of the regular file open on ``fd``: ``(size_bytes, hex digest)``.
 
     A file of ``LARGE_FILE_BYTES`` or more is read in chunks of
@@ -37,6 +38,7 @@ def hash_open_file(fd: int, path: str) -> HashedBytes:
     next is read (:func:`hash_large_file`). A smaller one is read with a single ``read`` of its
     size plus one byte (getting exactly its size back means end of file),
     falling back to a read loop when the file changed size since ``fstat``.
+    Every byte read is fed to ``sink``, ended with the digest, when given.
     Raises ``ArtifactUnreadable`` (not a regular file, I/O error).
     """
     try:
@@ -45,27 +47,38 @@ def hash_open_file(fd: int, path: str) -> HashedBytes:
             raise ArtifactUnreadable(path, "not a regular file")
         size = info.st_size
         if size >= LARGE_FILE_BYTES:
-            return hash_large_file(fd)
+            return hash_large_file(fd, sink)
         data = os.read(fd, size + 1)
         if len(data) == size:
-            return size, blake3.blake3(data).hexdigest()
+            digest = blake3.blake3(data).hexdigest()
+            if sink is not None:
+                sink.feed(data)
+                sink.end(digest)
+            return size, digest
         hasher = blake3.blake3(data)
+        if sink is not None:
+            sink.feed(data)
         total = len(data)
         while chunk := os.read(fd, max(size - total + 1, 65536)):
             hasher.update(chunk)
+            if sink is not None:
+                sink.feed(chunk)
             total += len(chunk)
-        return total, hasher.hexdigest()
+        digest = hasher.hexdigest()
+        if sink is not None:
+            sink.end(digest)
+        return total, digest
     except OSError as exc:
         raise ArtifactUnreadable(path, exc.strerror or str(exc)) from None
 
 
-def hash_again(fd: int, path: str) -> HashedBytes | ArtifactReadError:
+def hash_again(fd: int, path: str, sink: ByteSink | None = None) -> HashedBytes | ArtifactReadError:
     """What :func:`hash_open_file` finds reading ``fd`` from its start (the
-    failure returned, not raised)."""
+    failure returned, not raised), the bytes fed to ``sink`` when given."""
     with contextlib.suppress(OSError):  # a FIFO cannot seek: hash_open_file refuses it
         os.lseek(fd, 0, os.SEEK_SET)
     try:
-        return hash_open_file(fd, path)
+        return hash_open_file(fd, path, sink)
     except ArtifactReadError as exc:
         return exc
 
@@ -98,7 +111,7 @@ def _forget_read_ahead() -> None:
 os.register_at_fork(after_in_child=_forget_read_ahead)
 
 
-def hash_large_file(fd: int) -> HashedBytes:
+def hash_large_file(fd: int, sink: ByteSink | None = None) -> HashedBytes:
     """BLAKE3-256 of the file open on ``fd``, from its current offset to its
     end: ``(bytes read, hex digest)``.
 
@@ -107,7 +120,9 @@ def hash_large_file(fd: int) -> HashedBytes:
     hashing overlap. The file is read, never memory-mapped: one truncated
     meanwhile reads short (a size that no longer matches, so ``stale``),
     never SIGBUS. No read is left running when this returns or raises (the
-    caller closes ``fd``). Raises ``OSError`` from a read.
+    caller closes ``fd``). Each chunk is fed to ``sink`` after it is hashed
+    (while the next is read), the digest ended with, when given. Raises
+    ``OSError`` from a read.
     """
     buffers, reader = _READ_AHEAD.ready()
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
@@ -122,10 +137,15 @@ def hash_large_file(fd: int) -> HashedBytes:
                 break
             pending = reader.submit(os.readv, fd, [buffers[1 - current]])
             hasher.update(buffers[current][:count])
+            if sink is not None:
+                sink.feed(buffers[current][:count])
             total += count
             current = 1 - current
     finally:
         if pending is not None:
             with contextlib.suppress(OSError):
                 pending.result()
-    return total, hasher.hexdigest()
+    digest = hasher.hexdigest()
+    if sink is not None:
+        sink.end(digest)
+    return total, digest

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 import blake3
 
 from eceb_worker.core.digests import HashedBytes
-from eceb_worker.corpus.storage import ListedEntry
+from eceb_worker.corpus.storage import ByteSink, ListedEntry, ReadObserver
 from eceb_worker.errors import (
     ArtifactMissing,
     ArtifactOutsideCorpus,
@@ -83,16 +83,17 @@ class LocalStorage:
     def _inside(self, fd: int, full: str) -> bool:
         return self._resolved(fd, full).startswith(self._root_prefix)
 
-    def hash_artifact(self, path: str) -> HashedBytes:
+    def hash_artifact(self, path: str, sink: ByteSink | None = None) -> HashedBytes:
         """BLAKE3-256 of the file at ``root/path``: ``(size_bytes, hex digest)``.
 
         Small files are read whole; large ones read in chunks, each hashed
-        with BLAKE3's multithreading while the next is read. Raises ``ArtifactMissing``,
+        with BLAKE3's multithreading while the next is read; the bytes fed
+        to ``sink`` when given. Raises ``ArtifactMissing``,
         ``ArtifactOutsideCorpus`` or ``ArtifactUnreadable``.
         """
         fd = self._open_inside(path)
         try:
-            return hash_open_file(fd, path)
+            return hash_open_file(fd, path, sink)
         finally:
             os.close(fd)
 
@@ -134,8 +135,11 @@ class LocalStorage:
             raise ArtifactOutsideCorpus(path, "a symbolic link leads outside the corpus directory")
         return fd
 
-    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
-        """:meth:`hash_artifact` for many paths, with failures returned, not raised.
+    def hash_artifacts(
+        self, paths: Sequence[str], observer: ReadObserver | None = None
+    ) -> list[HashedBytes | ArtifactReadError]:
+        """:meth:`hash_artifact` for many paths, with failures returned, not
+        raised, each read watched by ``observer`` (positions those of ``paths``).
 
         Returns, in the order of ``paths``, ``(size_bytes, hex digest)`` or the
         ``ArtifactReadError`` that :meth:`hash_artifact` would raise (same
@@ -150,23 +154,23 @@ class LocalStorage:
         of :meth:`hash_artifact`, which decides and words the failure.
         """
         if not self._batch_opens:
-            return [self._hash_or_error(path) for path in paths]
+            return [self._hash_or_error(path, _sink(observer, i)) for i, path in enumerate(paths)]
         results: list[HashedBytes | ArtifactReadError] = []
         directories: dict[str, int] = {}  # relative directory -> open fd, or -1 to take the one-path route
         try:
-            for path in paths:
+            for position, path in enumerate(paths):
                 directory, _, name = path.rpartition("/")
                 dir_fd = self._directory(directories, directory)
                 if dir_fd < 0:
-                    results.append(self._hash_or_error(path))
+                    results.append(self._hash_or_error(path, _sink(observer, position)))
                     continue
                 try:
                     fd = os.open(name, _BATCH_FILE_FLAGS, dir_fd=dir_fd)
                 except OSError:
-                    results.append(self._hash_or_error(path))
+                    results.append(self._hash_or_error(path, _sink(observer, position)))
                     continue
                 try:
-                    results.append(hash_open_file(fd, path))
+                    results.append(hash_open_file(fd, path, _sink(observer, position)))
                 except ArtifactReadError as exc:
                     results.append(exc)
                 finally:
@@ -176,7 +180,9 @@ class LocalStorage:
                 _close_directory(dir_fd)
         return results
 
-    def check_artifacts(self, artifacts: Sequence[Registered]) -> tuple[int, list[tuple[int, HashResult]]]:
+    def check_artifacts(
+        self, artifacts: Sequence[Registered], observer: ReadObserver | None = None
+    ) -> tuple[int, list[tuple[int, HashResult]]]:
         """Re-hash registered artifacts, comparing as it reads (see
         :class:`~eceb_worker.corpus.verification.ComparingStorage`): returns
         the bytes hashed of those whose digest matches, and ``(position,
@@ -214,7 +220,7 @@ class LocalStorage:
                     fd = -1
                 result: HashResult
                 if fd < 0:
-                    result = self._hash_or_error(artifact.path)
+                    result = self._hash_or_error(artifact.path, _sink(observer, index))
                 else:
                     try:
                         size = artifact.size_bytes
@@ -226,8 +232,10 @@ class LocalStorage:
                             at = 32 * index
                             if len(data) == size and blake(data).digest() == expected[at : at + 32]:
                                 hashed += size
+                                if observer is not None:
+                                    _watched(observer, index, data, artifact.source_digest)
                                 continue
-                        result = hash_again(fd, artifact.path)
+                        result = hash_again(fd, artifact.path, _sink(observer, index))
                     finally:
                         close(fd)
                 if type(result) is tuple and result[1] == artifact.source_digest:
@@ -239,9 +247,9 @@ class LocalStorage:
                 _close_directory(fd)
         return hashed, odd
 
-    def _hash_or_error(self, path: str) -> HashedBytes | ArtifactReadError:
+    def _hash_or_error(self, path: str, sink: ByteSink | None = None) -> HashedBytes | ArtifactReadError:
         try:
-            return self.hash_artifact(path)
+            return self.hash_artifact(path, sink)
         except ArtifactReadError as exc:
             return exc
 
@@ -299,6 +307,19 @@ class LocalStorage:
                     yield ListedEntry(path=prefix + name, size_bytes=info.st_size)
                 else:
                     yield ListedEntry(path=prefix + name, size_bytes=-1, refusal="not a regular file")
+
+
+def _sink(observer: ReadObserver | None, position: int) -> ByteSink | None:
+    """``observer``'s sink for a read of the artifact at ``position``, if any."""
+    return None if observer is None else observer.reading(position)
+
+
+def _watched(observer: ReadObserver, position: int, data: bytes, digest: str) -> None:
+    """Show ``observer`` a whole read of ``data``, whose digest is ``digest``."""
+    sink = observer.reading(position)
+    if sink is not None:
+        sink.feed(data)
+        sink.end(digest)
 
 
 def _digest_bytes(artifacts: Sequence[Registered]) -> bytes:

@@ -7,12 +7,13 @@ one mapping of botocore's errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from eceb_worker.core.digests import HashedBytes, digest_chunks
 from eceb_worker.core.urls import parse_s3_url, s3_location
-from eceb_worker.corpus.storage import ListedEntry
+from eceb_worker.corpus.storage import ByteSink, ListedEntry, ReadObserver
 from eceb_worker.errors import ArtifactReadError
 from eceb_worker.io.s3 import (
     DEFAULT_CONCURRENCY,
@@ -28,6 +29,27 @@ from eceb_worker.io.s3 import (
 from eceb_worker.io.s3_reads import read_object
 
 __all__ = ["S3Storage"]
+
+
+def _watched(watch: Callable[[], ByteSink | None]) -> Callable[[Iterator[bytes]], HashedBytes]:
+    """A consumer of one read's chunks that digests them and feeds them to
+    a fresh sink of ``watch``'s (each read again gets its own)."""
+
+    def consume(chunks: Iterator[bytes]) -> HashedBytes:
+        sink = watch()
+        if sink is None:
+            return digest_chunks(chunks)
+
+        def fed() -> Iterator[bytes]:
+            for chunk in chunks:
+                sink.feed(chunk)
+                yield chunk
+
+        hashed = digest_chunks(fed())
+        sink.end(hashed[1])
+        return hashed
+
+    return consume
 
 
 class S3Storage:
@@ -73,18 +95,20 @@ class S3Storage:
     def _key(self, path: str) -> str:
         return f"{self._prefix}/{path}" if self._prefix else path
 
-    def hash_artifact(self, path: str) -> HashedBytes:
+    def hash_artifact(self, path: str, watch: Callable[[], ByteSink | None] | None = None) -> HashedBytes:
         """Stream the object's bytes through BLAKE3; ``(size_bytes, hex digest)``.
         Bytes that fail the checksum the store sent are read again whole
-        (:func:`~eceb_worker.io.s3.read_checked`).
+        (:func:`~eceb_worker.io.s3.read_checked`). Every read is fed to a
+        sink of ``watch``'s, when it gives one.
 
         Raises ``ArtifactMissing`` (no such key), ``ArtifactUnreadable``
         (access denied, read failed after retries, corrupted on every read)
         or ``StorageError`` (the bucket does not exist, the endpoint cannot
         be reached, no credentials were found or the service rejects them).
         """
+        consume = digest_chunks if watch is None else _watched(watch)
         try:
-            return read_object(self._client, self._bucket, self._key(path), digest_chunks)[0]
+            return read_object(self._client, self._bucket, self._key(path), consume)[0]
         except FAILURES as exc:
             raise s3_error(exc, Role.ARTIFACT, self.location, path, endpoint=self._endpoint) from None
 
@@ -97,24 +121,34 @@ class S3Storage:
         except FAILURES as exc:
             raise s3_error(exc, Role.ARTIFACT, self.location, path, endpoint=self._endpoint) from None
 
-    def _hash_or_error(self, path: str) -> HashedBytes | ArtifactReadError:
+    def _hash_or_error(
+        self, path: str, watch: Callable[[], ByteSink | None] | None = None
+    ) -> HashedBytes | ArtifactReadError:
         try:
-            return self.hash_artifact(path)
+            return self.hash_artifact(path, watch)
         except ArtifactReadError as exc:
             return exc
 
-    def hash_artifacts(self, paths: Sequence[str]) -> list[HashedBytes | ArtifactReadError]:
+    def hash_artifacts(
+        self, paths: Sequence[str], observer: ReadObserver | None = None
+    ) -> list[HashedBytes | ArtifactReadError]:
         """:meth:`hash_artifact` of each path, in order, ``concurrency`` at a
-        time, with each artifact's failure returned in place of its result.
-        Raises ``StorageError`` when the storage as a whole fails (the reads
-        not started yet are dropped)."""
+        time, with each artifact's failure returned in place of its result;
+        each read watched by ``observer`` (positions those of ``paths``; its
+        sinks end from several threads). Raises ``StorageError`` when the
+        storage as a whole fails (the reads not started yet are dropped)."""
+
+        def one(position: int) -> HashedBytes | ArtifactReadError:
+            watch = None if observer is None else functools.partial(observer.reading, position)
+            return self._hash_or_error(paths[position], watch)
+
         if self._concurrency == 1 or len(paths) < 2:
-            return [self._hash_or_error(path) for path in paths]
+            return [one(position) for position in range(len(paths))]
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=min(self._concurrency, len(paths)), thread_name_prefix="eceb-s3")
         try:
-            return list(pool.map(self._hash_or_error, paths))
+            return list(pool.map(one, range(len(paths))))
         except BaseException:
             # The storage failed as a whole: do not wait for every other read to fail too.
             pool.shutdown(wait=False, cancel_futures=True)

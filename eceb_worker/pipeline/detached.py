@@ -1,20 +1,24 @@
-"""Evaluation shards detached from the process that holds a job (ECEB-0.1
-§8-§14 on helper processes).
+"""Shards detached from the process that holds a job (ECEB-0.1 §5, §8-§14,
+§17 on helper processes).
 
 An embedded job (``eceb evaluate``) holds its benchmark, registry and
-indexed run in the calling process; its evaluation shard tasks refer to
-them by position only (:class:`~eceb_worker.pipeline.messages.EvaluateTask`).
-To run one on a helper process, the holder detaches it: a
-:class:`DetachedEvaluation` carries the shard's tasks and the bytes of
-their records, exactly as this process read, checked and indexed them
-(the run file is neither read again nor trusted to be unchanged), plus,
-on a helper's first shard, the registry's artifacts the evaluation looks
-up. The helper answers with the same
-:class:`~eceb_worker.pipeline.messages.EvaluateAnswer` the holder would
-have computed, so the report is the same bytes whichever process ran
-which shard.
+indexed run in the calling process; its shard tasks refer to them by
+position only (:mod:`eceb_worker.pipeline.messages`). To run one on a
+helper process, the holder detaches it:
 
-A detached shard carries a run's records, never corpus bytes; it travels
+* an evaluation shard becomes a :class:`DetachedEvaluation`, carrying the
+  shard's tasks and the bytes of their records, exactly as this process
+  read, checked and indexed them (the run file is neither read again nor
+  trusted to be unchanged), the disclosures found in their answers, plus,
+  on a helper's first shard, the registry's artifacts the evaluation looks up;
+* a re-hash shard that scans for disclosures becomes a
+  :class:`DetachedRehash`, carrying, on a helper's first shard, what the
+  scan compares the corpus with (:class:`~eceb_worker.families.eceb.disclosure.spec.ScanSpec`:
+  the answers and the tasks' policies).
+
+The helper answers with the same answer the holder would have computed, so
+the report is the same bytes whichever process ran which shard. A detached
+shard carries a run's records or answers, never corpus bytes; it travels
 only over a helper's pipe, as MessagePack, never through a broker.
 """
 
@@ -25,16 +29,16 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.families.eceb.benchmark import SecretSpan, Task
-from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, DisclosureCheck
+from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, AnswerFindings, DisclosureCheck, findings_by_task
+from eceb_worker.families.eceb.disclosure.spec import ScanSpec
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.run_index import IndexedRun, RunPart, detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
-from eceb_worker.pipeline.messages import CheckedRegistry, Count, EvaluateAnswer
+from eceb_worker.pipeline.messages import Count, EvaluateAnswer, RehashTask
 
-__all__ = ["DetachedEvaluation", "detach_evaluation", "evaluate_detached"]
+__all__ = ["DetachedEvaluation", "DetachedRehash", "detach_evaluation", "evaluate_detached"]
 
 
 class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,9 +52,8 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
         part: the records of the shard's tasks.
         artifacts: the registry's artifacts, on a helper's first shard of
             a stage; ``None``: those of the helper's previous shard.
-        corpus, disclosure_check, secret_spans, registry: what the
-            disclosure check reads (the corpus by reference, never its
-            bytes), as the holder's shard task has them.
+        disclosure_check: the job's setting.
+        disclosures: the findings of the answers of its tasks that disclose something.
         uncertainty: the job's (ECEB-0.1 §16).
     """
 
@@ -59,11 +62,22 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
     tasks: list[Task]
     part: RunPart
     artifacts: list[Artifact] | None = None
-    corpus: StorageSpec | None = None
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF
-    secret_spans: tuple[SecretSpan, ...] = ()
-    registry: CheckedRegistry | None = None
+    disclosures: tuple[AnswerFindings, ...] = ()
     uncertainty: UncertaintyMode = "bootstrap"
+
+
+class DetachedRehash(msgspec.Struct, frozen=True, kw_only=True):
+    """A re-hash shard that scans for disclosures, with what it scans for.
+
+    Fields:
+        task: the shard task.
+        spec: what the scan compares the corpus with, on a helper's first
+            shard of the stage; ``None``: the spec lent before.
+    """
+
+    task: RehashTask
+    spec: ScanSpec | None = None
 
 
 def detach_evaluation(
@@ -73,16 +87,14 @@ def detach_evaluation(
     tasks: Mapping[str, Task],
     run: IndexedRun,
     artifacts: list[Artifact] | None = None,
-    corpus: StorageSpec | None = None,
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF,
-    secret_spans: tuple[SecretSpan, ...] = (),
-    registry: CheckedRegistry | None = None,
+    disclosures: tuple[AnswerFindings, ...] = (),
     uncertainty: UncertaintyMode = "bootstrap",
 ) -> DetachedEvaluation:
     """The detached form of ``shard``, a range of a held job's sorted
     ``task_ids``, whose benchmark's tasks by id are ``tasks`` and whose run
     is ``run``; with the registry's ``artifacts`` when the helper has none
-    yet, and what the disclosure check reads; ``uncertainty`` the job's."""
+    yet, the findings of its answers and the job's settings."""
     ids = list(task_ids[shard.start : shard.end])
     return DetachedEvaluation(
         index=shard.index,
@@ -90,10 +102,8 @@ def detach_evaluation(
         tasks=[tasks[t] for t in ids if t in tasks],
         part=detach_tasks(run, ids),
         artifacts=artifacts,
-        corpus=corpus,
         disclosure_check=disclosure_check,
-        secret_spans=secret_spans,
-        registry=registry,
+        disclosures=disclosures,
         uncertainty=uncertainty,
     )
 
@@ -101,14 +111,8 @@ def detach_evaluation(
 def evaluate_detached(request: DetachedEvaluation, artifacts: Mapping[str, Artifact]) -> EvaluateAnswer:
     """Evaluate a detached shard against the registry's ``artifacts`` by id:
     the answer the holder would give for the same shard."""
-    from eceb_worker.pipeline.restricted import restricted_texts
-
     run = request.part.indexed()
     tasks = {t.task_id: t for t in request.tasks}
-    restricted = None
-    if request.registry is not None:
-        restricted = restricted_texts(request.corpus, request.disclosure_check, request.secret_spans, request.registry)
-    outcomes = evaluate_tasks_of_run(
-        request.task_ids, run, tasks, artifacts, restricted, uncertainty=request.uncertainty
-    )
+    findings = findings_by_task(request.disclosure_check, request.disclosures)
+    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts, findings, uncertainty=request.uncertainty)
     return EvaluateAnswer(index=request.index, outcomes=outcomes)

@@ -20,7 +20,7 @@ cluster the coordinator scans the registry and keeps no artifact.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol, TypeVar
 
 import msgspec
@@ -28,9 +28,8 @@ import msgspec
 from eceb_worker import __version__
 from eceb_worker.core.urls import parse_s3_url
 from eceb_worker.corpus.artifacts import Artifact
-from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashShard, plan_rehash
+from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, RehashShard, plan_rehash
 from eceb_worker.corpus.registry import Registry
-from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import (
     ExpectedArtifact,
     VerificationReport,
@@ -38,23 +37,21 @@ from eceb_worker.corpus.verification import (
     verification_failed,
 )
 from eceb_worker.errors import OutputError, ShardFailedError
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DisclosureCheck
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, DisclosureCheck
+from eceb_worker.families.eceb.disclosure.findings import findings_of_tasks, shard_findings
+from eceb_worker.families.eceb.disclosure.spec import scanned_check
 from eceb_worker.families.eceb.planning import (
-    DEFAULT_SHARD_OBSERVATIONS,
-    IN_PROCESS_SHARD_OBSERVATIONS,
     EvaluationShard,
     plan_evaluation,
 )
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import reduce_evaluation
-from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
-from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs, load_registry
+from eceb_worker.pipeline.inputs import check_inputs, load_registry
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateAnswer,
     EvaluateTask,
-    JobInputs,
     JobKind,
     JobMessage,
     RehashAnswer,
@@ -66,6 +63,10 @@ from eceb_worker.pipeline.messages import (
 )
 from eceb_worker.pipeline.shards import Held, Prepared, Workspace
 
+SCAN_COST: Final = 8
+"""What scanning a byte for disclosures costs on one core, in bytes hashed
+(the scan runs at about a tenth of BLAKE3's speed on one core)."""
+
 OBSERVATION_COST_BYTES: Final = 32 * 1024
 """What evaluating one observation costs on one core (decoding, checking,
 gating and digesting it: some 7 us), in the byte-equivalents of
@@ -73,15 +74,13 @@ gating and digesting it: some 7 us), in the byte-equivalents of
 
 __all__ = [
     "OBSERVATION_COST_BYTES",
+    "SCAN_COST",
     "Executor",
     "Finished",
     "Job",
     "MapStage",
     "ThisProcess",
-    "evaluate",
     "run_job",
-    "verify_corpus",
-    "verify_message",
 ]
 
 
@@ -160,6 +159,7 @@ class Job:
             registry, location = self._scan(on_shards)
             shards = registry.shards
         message = self.message
+        scan = self._scan_check()
         checked = CheckedRegistry(
             location=location,
             etag=dict(message.inputs.etags).get(location, ""),
@@ -176,10 +176,19 @@ class Job:
                 shard=shard,
                 artifacts=_expected(registry.artifacts[shard.start : shard.end]) if self.held is not None else (),
                 job_id=message.job_id,
+                disclosure=scan,
+                inputs=message.inputs if scan.enabled else None,
             )
             for shard in shards
         ]
-        return MapStage(stage=Stage.REHASH, tasks=tasks, single_core_bytes=self._single_core_bytes())
+        return MapStage(stage=Stage.REHASH, tasks=tasks, single_core_bytes=self._single_core_bytes(scan.enabled))
+
+    def _scan_check(self) -> DisclosureCheck:
+        """The disclosure check the re-hash shards run (ECEB-0.1 §17)."""
+        message = self.message
+        if message.kind is not JobKind.EVALUATE:
+            return DISCLOSURE_OFF
+        return scanned_check(message.disclosure_check, self.workspace.prepared(message.inputs).benchmark.tasks)
 
     def _scan(self, on_shards: Callable[[Sequence[RehashShard]], object] | None = None) -> tuple[Registry, str]:
         """Read and check the inputs, keeping no registry artifact beyond
@@ -206,12 +215,17 @@ class Job:
         self.message = msgspec.structs.replace(message, inputs=inputs)
         return registry, place
 
-    def _single_core_bytes(self) -> int | None:
+    def _single_core_bytes(self, scanning: bool) -> int | None:
         """See :attr:`MapStage.single_core_bytes`: for a local corpus, the
-        files hashed on one core each (smaller than ``LARGE_FILE_BYTES``)."""
+        files hashed on one core each (smaller than ``LARGE_FILE_BYTES``),
+        or, when the re-hash scans for disclosures, every file, each byte
+        scanned costing :data:`SCAN_COST` bytes hashed."""
         if self.message.corpus.is_s3 or self.held is None:
             return None
-        small = [a.size_bytes for a in self.held.registry.artifacts if a.size_bytes < LARGE_FILE_BYTES]
+        artifacts = self.held.registry.artifacts
+        if scanning:
+            return SCAN_COST * sum(a.size_bytes for a in artifacts) + DEFAULT_FILE_COST_BYTES * len(artifacts)
+        small = [a.size_bytes for a in artifacts if a.size_bytes < LARGE_FILE_BYTES]
         return sum(small) + DEFAULT_FILE_COST_BYTES * len(small)
 
     @property
@@ -250,7 +264,7 @@ class Job:
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
 
-    def _verified(self, answers: Iterable[RehashAnswer]) -> MapStage | Finished:
+    def _verified(self, answers: Sequence[RehashAnswer]) -> MapStage | Finished:
         registry = self.registry
         verification = reduce_verification(
             (answer.verification for answer in answers),
@@ -263,8 +277,16 @@ class Job:
             return Finished(verification=verification)
         if not verification.ok:
             raise verification_failed(verification)
-        plan = self._evaluation_plan(self.workspace.prepared(self.message.inputs))
-        tasks: list[ShardTask] = [EvaluateTask.of(self.message, registry, shard) for shard in plan]
+        prepared = self.workspace.prepared(self.message.inputs)
+        plan = self._evaluation_plan(prepared)
+        partials = [a.disclosure for a in answers if a.disclosure is not None and self.message.disclosure_check.enabled]
+        by_task = findings_of_tasks(partials, prepared.benchmark.tasks)
+        tasks: list[ShardTask] = [
+            EvaluateTask.of(
+                self.message, registry, shard, shard_findings(by_task, prepared.task_ids[shard.start : shard.end])
+            )
+            for shard in plan
+        ]
         work = sum(max(shard.observations, 1) for shard in plan)
         return MapStage(stage=Stage.EVALUATE, tasks=tasks, single_core_bytes=work * OBSERVATION_COST_BYTES)
 
@@ -275,7 +297,9 @@ class Job:
 
 def _expected(artifacts: Sequence[Artifact]) -> tuple[ExpectedArtifact, ...]:
     """What a held shard's task carries of its artifacts."""
-    return tuple([ExpectedArtifact(a.artifact_id, a.path, a.source_digest, a.size_bytes) for a in artifacts])
+    return tuple(
+        [ExpectedArtifact(a.artifact_id, a.path, a.source_digest, a.size_bytes, a.classification) for a in artifacts]
+    )
 
 
 def _same_place(a: str, b: str) -> bool:
@@ -330,69 +354,3 @@ class ThisProcess:
             if on_answer is not None:
                 on_answer(answer)
         return answers
-
-
-def verify_message(registry: str, corpus: StorageSpec, shard_bytes: int) -> JobMessage:
-    """The message of a job verifying ``corpus`` against the registry at ``registry`` (ECEB-0.1 §5)."""
-    inputs, observations = JobInputs(registry=registry), DEFAULT_SHARD_OBSERVATIONS  # a verification evaluates none
-    return JobMessage(
-        kind=JobKind.VERIFY, inputs=inputs, corpus=corpus, shard_bytes=shard_bytes, shard_observations=observations
-    )
-
-
-def verify_corpus(
-    registry: Registry,
-    corpus: StorageSpec,
-    *,
-    executor: Executor | None = None,
-    shard_bytes: int = DEFAULT_SHARD_BYTES,
-    on_answer: AnswerCallback | None = None,
-    registry_location: str = "",
-) -> VerificationReport:
-    """Re-hash every artifact of a held ``registry`` from the storage of
-    ``corpus`` (ECEB-0.1 §5), on ``executor`` (by default :class:`ThisProcess`).
-
-    Returns the report (``report.ok`` tells whether the corpus verified).
-    Raises ``StorageError`` when the storage as a whole fails.
-    """
-    message = verify_message(registry_location, corpus, shard_bytes)
-    finished = run_job(Job(message, held=Held(registry=registry)), executor or ThisProcess(), on_answer=on_answer)
-    assert finished.verification is not None
-    return finished.verification
-
-
-def evaluate(
-    inputs: CheckedInputs,
-    corpus: StorageSpec,
-    *,
-    executor: Executor | None = None,
-    shard_bytes: int = DEFAULT_SHARD_BYTES,
-    shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
-    on_answer: AnswerCallback | None = None,
-    disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK,
-    uncertainty: UncertaintyMode = "bootstrap",
-) -> tuple[Report, VerificationReport]:
-    """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
-    of checked, held ``inputs`` and reduce them into the report (§8-§15),
-    with the savings intervals ``uncertainty`` asks for (§16).
-
-    Raises :class:`~eceb_worker.errors.VerificationError` (holding the
-    verification report) when any registered artifact is missing, stale,
-    unreadable or escapes the corpus (or a restricted artifact read for
-    ``disclosure_check``, §17, changed since); ``StorageError`` when the corpus
-    cannot be read at all; :class:`~eceb_worker.errors.InputError` with
-    every problem of the run's records.
-    """
-    message = JobMessage(
-        kind=JobKind.EVALUATE,
-        inputs=JobInputs(registry=inputs.registry_location),
-        corpus=corpus,
-        shard_bytes=shard_bytes,
-        shard_observations=shard_observations,
-        disclosure_check=disclosure_check,
-        uncertainty=uncertainty,
-    )
-    held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
-    finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)
-    assert finished.report is not None and finished.verification is not None
-    return finished.report, finished.verification

@@ -16,11 +16,18 @@ from typing import Annotated, TypeVar
 
 import msgspec
 
+from eceb_worker.corpus.outcomes import HashOutcome
 from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.corpus.verification import ExpectedArtifact, HashOutcome, ShardVerification
+from eceb_worker.corpus.verification import ExpectedArtifact, ShardVerification
 from eceb_worker.errors import ErrorKind
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF, DisclosureCheck
+from eceb_worker.families.eceb.disclosure import (
+    DEFAULT_DISCLOSURE_CHECK,
+    DISCLOSURE_OFF,
+    AnswerFindings,
+    DisclosureCheck,
+)
+from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
@@ -161,6 +168,11 @@ class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid
         shard: the shard: its artifact range, byte range, first path and count.
         artifacts: the shard's artifacts, or ``()`` to read them from the registry.
         job_id: the cluster job it belongs to (``""`` in one process).
+        disclosure: an evaluation's disclosure check (ECEB-0.1 §17): when
+            on, the bytes read are scanned for the answers' text as they
+            are re-hashed (off when left out).
+        inputs: where the evaluation's benchmark and run are, read by a
+            worker to build what it scans for (``None``: the sender lends it).
     """
 
     corpus: StorageSpec
@@ -169,6 +181,8 @@ class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid
     shard: RehashShard
     artifacts: tuple[ExpectedArtifact, ...] = ()
     job_id: str = ""
+    disclosure: DisclosureCheck = DISCLOSURE_OFF
+    inputs: JobInputs | None = None
 
 
 class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", forbid_unknown_fields=True):
@@ -179,9 +193,10 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
         registry: the registry checked (read for the artifacts the run refers to).
         shard: the range ``start..end`` of the sorted task ids.
         job_id: the cluster job it belongs to (``""`` in one process).
-        corpus: where the corpus is: the disclosure check reads the
-            restricted artifacts of the shard's tasks from it.
         disclosure_check: the job's setting (off when left out).
+        disclosures: with the check on, the findings of the answers of the
+            shard's tasks that disclose something (ids and offsets, found
+            by the re-hash's scan; an answer left out discloses nothing).
         uncertainty: the job's (:attr:`JobMessage.uncertainty`).
     """
 
@@ -189,20 +204,27 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
     registry: CheckedRegistry
     shard: EvaluationShard
     job_id: str = ""
-    corpus: StorageSpec | None = None
     disclosure_check: DisclosureCheck = DISCLOSURE_OFF
+    disclosures: tuple[AnswerFindings, ...] = ()
     uncertainty: UncertaintyMode = "bootstrap"
 
     @classmethod
-    def of(cls, job: JobMessage, registry: CheckedRegistry, shard: EvaluationShard) -> EvaluateTask:
-        """The task of evaluation shard ``shard`` of ``job``, whose registry checked is ``registry``."""
+    def of(
+        cls,
+        job: JobMessage,
+        registry: CheckedRegistry,
+        shard: EvaluationShard,
+        disclosures: tuple[AnswerFindings, ...] = (),
+    ) -> EvaluateTask:
+        """The task of evaluation shard ``shard`` of ``job``, whose registry
+        checked is ``registry``, with the ``disclosures`` of its tasks' answers."""
         return cls(
             inputs=job.inputs,
             registry=registry,
             shard=shard,
             job_id=job.job_id,
-            corpus=job.corpus,
             disclosure_check=job.disclosure_check,
+            disclosures=disclosures,
             uncertainty=job.uncertainty,
         )
 
@@ -226,10 +248,12 @@ ShardTask = RehashTask | EvaluateTask | HashTask
 
 
 class RehashAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="rehash"):
-    """A re-hash shard's counts and findings."""
+    """A re-hash shard's counts and findings, and its disclosure scan's
+    partial result (ids, offsets and counts; ``None`` when it scanned nothing)."""
 
     index: Count
     verification: ShardVerification
+    disclosure: DisclosurePartial | None = None
 
 
 class EvaluateAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate"):
@@ -297,8 +321,10 @@ def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:
             corpus=replace(message.corpus, endpoint_url=endpoint_url),
         )
     if isinstance(message, RehashTask):
-        return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url), endpoint_url=endpoint_url)
+        inputs = None if message.inputs is None else replace(message.inputs, endpoint_url=endpoint_url)
+        return replace(
+            message, corpus=replace(message.corpus, endpoint_url=endpoint_url), endpoint_url=endpoint_url, inputs=inputs
+        )
     if isinstance(message, EvaluateTask):
-        corpus = None if message.corpus is None else replace(message.corpus, endpoint_url=endpoint_url)
-        return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url), corpus=corpus)
+        return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url))
     return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url))

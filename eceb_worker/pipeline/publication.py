@@ -55,8 +55,9 @@ from eceb_worker.families.eceb.uncertainty import NOT_ESTIMATED, UncertaintyMode
 from eceb_worker.families.eceb.vocabulary import ClaimClass
 from eceb_worker.io.bundles import list_tree, write_tree
 from eceb_worker.io.files import read_input
+from eceb_worker.pipeline.embedded import evaluate
 from eceb_worker.pipeline.inputs import check_inputs
-from eceb_worker.pipeline.jobs import Executor, evaluate
+from eceb_worker.pipeline.jobs import Executor
 from eceb_worker.pipeline.reports import decode_report
 
 __all__ = ["Bundle", "CheckedBundle", "assemble_bundle", "check_bundle", "write_bundle"]

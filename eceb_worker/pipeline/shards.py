@@ -12,13 +12,15 @@ re-hashes starts without it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from eceb_worker.corpus.checked_lines import registry_range_artifacts
-from eceb_worker.corpus.verification import Registered, hash_outcomes, verify_shard
+from eceb_worker.corpus.outcomes import hash_outcomes
+from eceb_worker.corpus.verification import Registered, verify_shard
 from eceb_worker.families.eceb.planning import evaluation_task_ids
 from eceb_worker.io.locations import Locator
 from eceb_worker.io.storage import shared_storage
@@ -38,12 +40,15 @@ from eceb_worker.pipeline.messages import (
 if TYPE_CHECKING:
     from eceb_worker.corpus.artifacts import Artifact
     from eceb_worker.corpus.registry import Registry
+    from eceb_worker.corpus.storage import ByteSink, ReadObserver
     from eceb_worker.families.eceb.benchmark import Benchmark, Task
+    from eceb_worker.families.eceb.disclosure.scanner import ScanContext
+    from eceb_worker.families.eceb.disclosure.spec import ScanSpec
     from eceb_worker.families.eceb.run_index import IndexedRun
     from eceb_worker.io.objects import ObjectStore
-    from eceb_worker.pipeline.detached import DetachedEvaluation
+    from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
 
-__all__ = ["Held", "Prepared", "Workspace"]
+__all__ = ["Held", "Prepared", "Serialized", "Workspace"]
 
 _CACHED_JOBS: Final = 4
 """Jobs whose decoded inputs a process keeps at once (the oldest goes first)."""
@@ -86,6 +91,36 @@ class Held(msgspec.Struct, frozen=True, kw_only=True):
     prepared: Prepared | None = None
 
 
+class Serialized:
+    """A read observer whose sinks end one at a time (a storage reading on
+    several threads ends its reads' sinks from each); their bytes are fed
+    unlocked."""
+
+    def __init__(self, observer: ReadObserver) -> None:
+        self._observer = observer
+        self._lock = threading.Lock()
+
+    def reading(self, position: int) -> ByteSink | None:
+        """The observer's sink for a read of ``position``, ended under the lock."""
+        sink = self._observer.reading(position)
+        return None if sink is None else _LockedSink(sink, self._lock)
+
+
+class _LockedSink:
+    __slots__ = ("_lock", "_sink")
+
+    def __init__(self, sink: ByteSink, lock: threading.Lock) -> None:
+        self._sink = sink
+        self._lock = lock
+
+    def feed(self, data: bytes | memoryview) -> None:
+        self._sink.feed(data)
+
+    def end(self, digest: str) -> None:
+        with self._lock:
+            self._sink.end(digest)
+
+
 def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
     while len(cache) >= _CACHED_JOBS:
         del cache[next(iter(cache))]
@@ -106,9 +141,12 @@ class Workspace:
         self._held = held
         self._stores: dict[str | None, ObjectStore] = {}
         self._prepared: dict[JobInputs, Prepared] = {}
-        self._referenced: dict[tuple[JobInputs, bool], dict[str, Artifact]] = {}
+        self._referenced: dict[JobInputs, dict[str, Artifact]] = {}
         self._by_id: dict[str, Artifact] | None = None
         self._lent: dict[str, Artifact] | None = None
+        self._specs: dict[tuple[JobInputs | None, int], ScanSpec | None] = {}
+        self._contexts: dict[int, ScanContext] = {}
+        self._lent_spec: ScanSpec | None = None
 
     def locator(self, endpoint_url: str | None, etags: tuple[tuple[str, str], ...] = ()) -> Locator:
         """A locator of a job's inputs, pinned to the versions ``etags``
@@ -142,31 +180,59 @@ class Workspace:
             _remember(self._prepared, inputs, found)
         return found
 
-    def artifacts(
-        self, inputs: JobInputs, registry: CheckedRegistry, *, disclosure: bool = False
-    ) -> Mapping[str, Artifact]:
+    def artifacts(self, inputs: JobInputs, registry: CheckedRegistry) -> Mapping[str, Artifact]:
         """The registry's artifacts evaluating the job's run can look up, by
-        id: every one when held, else those the run and benchmark refer to
-        and, with ``disclosure``, those of a classification some task does
-        not allow (what the disclosure check may read), read once per
-        process and version, never the whole registry."""
+        id: every one when held, else those the run and benchmark refer to,
+        read once per process and version, never the whole registry."""
         if self._held is not None:
             if self._by_id is None:
                 self._by_id = self._held.registry.by_id()
             return self._by_id
-        found = self._referenced.get((inputs, disclosure))
+        found = self._referenced.get(inputs)
         if found is None:
-            from eceb_worker.families.eceb.disclosure import restricted_classifications
             from eceb_worker.pipeline.inputs import load_referenced_artifacts
 
             prepared = self.prepared(inputs)
             locator = self.locator(inputs.endpoint_url, inputs.etags)
-            classifications = restricted_classifications(prepared.benchmark.tasks) if disclosure else frozenset()
-            found = load_referenced_artifacts(
-                registry.location, prepared.benchmark, prepared.run, locator, classifications=classifications
-            )
-            _remember(self._referenced, (inputs, disclosure), found)
+            found = load_referenced_artifacts(registry.location, prepared.benchmark, prepared.run, locator)
+            _remember(self._referenced, inputs, found)
         return found
+
+    def scan_spec(self, task: RehashTask) -> ScanSpec | None:
+        """What ``task``'s disclosure scan compares its artifacts with
+        (ECEB-0.1 §17), derived once per job in this process from the job's
+        benchmark and run (held, or read by reference; a helper's is lent
+        by its holder); None when the scan is off or there is nothing to
+        scan for. Raises ValueError when none can be found (a detached
+        shard whose holder lent none)."""
+        check = task.disclosure
+        if not check.enabled or check.minimum_overlap_tokens is None:
+            return None
+        n = check.minimum_overlap_tokens
+        key = (None if self._held is not None or task.inputs is None else task.inputs, n)
+        if key in self._specs:
+            return self._specs[key]
+        from eceb_worker.families.eceb.disclosure.spec import scan_spec
+
+        if self._held is not None and self._held.prepared is not None:
+            prepared = self._held.prepared
+        elif task.inputs is not None and task.inputs.run:
+            prepared = self.prepared(task.inputs)
+        else:
+            raise ValueError(f"re-hash shard {task.shard.index}: nothing to compare the corpus with was lent")
+        spec = scan_spec(prepared.benchmark, prepared.run, n)
+        _remember(self._specs, key, spec)
+        return spec
+
+    def _scan_context(self, spec: ScanSpec) -> ScanContext:
+        """The context of ``spec``, built once per spec in this process."""
+        from eceb_worker.families.eceb.disclosure.scanner import ScanContext
+
+        context = self._contexts.get(id(spec))
+        if context is None or context.spec is not spec:
+            context = ScanContext(spec)
+            _remember(self._contexts, id(spec), context)
+        return context
 
     def run(self, task: ShardTask) -> ShardAnswer:
         """Run one shard task; per-artifact failures are findings, never
@@ -179,7 +245,7 @@ class Workspace:
             return self._evaluate(task)
         return self._hash(task)
 
-    def _rehash(self, task: RehashTask) -> RehashAnswer:
+    def _rehash(self, task: RehashTask, spec: ScanSpec | None = None) -> RehashAnswer:
         shard = task.shard
         artifacts: Sequence[Registered] = task.artifacts
         if not artifacts and shard.count:
@@ -191,31 +257,50 @@ class Workspace:
                 .read_range(shard.byte_start, shard.byte_end)
             )
             artifacts = registry_range_artifacts(data, shard, name=registry.location)
-        verification = verify_shard(artifacts, shared_storage(task.corpus), start=shard.start)
-        return RehashAnswer(index=shard.index, verification=verification)
+        if spec is None:
+            spec = self.scan_spec(task)
+        if spec is None:
+            verification = verify_shard(artifacts, shared_storage(task.corpus), start=shard.start)
+            return RehashAnswer(index=shard.index, verification=verification)
+        from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner
+
+        scanner = DisclosureScanner(self._scan_context(spec), artifacts)  # type: ignore[arg-type]
+        observer = Serialized(scanner)
+        verification = verify_shard(artifacts, shared_storage(task.corpus), start=shard.start, observer=observer)
+        return RehashAnswer(index=shard.index, verification=verification, disclosure=scanner.partial())
 
     def _evaluate(self, task: EvaluateTask) -> EvaluateAnswer:
+        from eceb_worker.families.eceb.disclosure import findings_by_task
         from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
-        from eceb_worker.pipeline.restricted import restricted_texts
 
         prepared = self.prepared(task.inputs)
-        restricted = restricted_texts(
-            task.corpus, task.disclosure_check, prepared.benchmark.secret_spans, task.registry
-        )
-        artifacts = self.artifacts(task.inputs, task.registry, disclosure=restricted is not None)
+        findings = findings_by_task(task.disclosure_check, task.disclosures)
+        artifacts = self.artifacts(task.inputs, task.registry)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
         outcomes = evaluate_tasks_of_run(
-            task_ids, prepared.run, prepared.tasks, artifacts, restricted, uncertainty=task.uncertainty
+            task_ids, prepared.run, prepared.tasks, artifacts, findings, uncertainty=task.uncertainty
         )
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
 
-    def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation:
+    def detach(self, task: ShardTask, *, lend: bool) -> ShardTask | DetachedEvaluation | DetachedRehash:
         """``task`` as another process can run it: an evaluation shard of
         the job this process holds becomes a
         :class:`~eceb_worker.pipeline.detached.DetachedEvaluation` (with the
-        registry's artifacts when ``lend``); any other task is returned as it is."""
+        registry's artifacts when ``lend``), a re-hash shard that scans for
+        disclosures a :class:`~eceb_worker.pipeline.detached.DetachedRehash`
+        (with what it scans for when ``lend``); any other task is returned
+        as it is."""
         held = self._held
-        if not isinstance(task, EvaluateTask) or held is None or held.prepared is None:
+        if held is None or held.prepared is None:
+            return task
+        if isinstance(task, RehashTask):
+            spec = self.scan_spec(task)
+            if spec is None:
+                return task
+            from eceb_worker.pipeline.detached import DetachedRehash
+
+            return DetachedRehash(task=task, spec=spec if lend else None)
+        if not isinstance(task, EvaluateTask):
             return task
         from eceb_worker.pipeline.detached import detach_evaluation
 
@@ -226,19 +311,24 @@ class Workspace:
             tasks=prepared.tasks,
             run=prepared.run,
             artifacts=list(held.registry.artifacts) if lend else None,
-            corpus=task.corpus,
             disclosure_check=task.disclosure_check,
-            secret_spans=prepared.benchmark.secret_spans,
-            registry=task.registry,
+            disclosures=task.disclosures,
             uncertainty=task.uncertainty,
         )
 
-    def run_detached(self, request: DetachedEvaluation) -> EvaluateAnswer:
-        """Evaluate a detached shard (:meth:`detach`), with the artifacts it
-        lends or those its predecessor lent. Raises ValueError when none
-        were lent."""
-        from eceb_worker.pipeline.detached import evaluate_detached
+    def run_detached(self, request: DetachedEvaluation | DetachedRehash) -> ShardAnswer:
+        """Run a detached shard (:meth:`detach`): an evaluation with the
+        artifacts it lends or those its predecessor lent, a re-hash with the
+        spec it lends or the one lent before. Raises ValueError when none
+        was lent."""
+        from eceb_worker.pipeline.detached import DetachedRehash, evaluate_detached
 
+        if isinstance(request, DetachedRehash):
+            if request.spec is not None:
+                self._lent_spec = request.spec
+            if self._lent_spec is None:
+                raise ValueError(f"re-hash shard {request.task.shard.index}: detached without what it scans for")
+            return self._rehash(request.task, self._lent_spec)
         if request.artifacts is not None:
             self._lent = {a.artifact_id: a for a in request.artifacts}
         if self._lent is None:

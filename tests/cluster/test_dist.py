@@ -438,3 +438,45 @@ def test_status_into_a_closed_pipe_keeps_its_exit_code(redis_server: RedisServer
     assert (done.returncode, done.stderr) == (exit_codes.OK, b"")
     unknown = run_with_closed_reader("stderr", *command, uuid.uuid4().hex)
     assert (unknown.returncode, unknown.stdout) == (exit_codes.NO_SUCH_JOB, b"")
+
+
+def test_restricted_text_and_secrets_reach_no_message_key_or_log(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    workers: CeleryWorkers,
+    bucket: str,
+    expected_report: bytes,
+    tmp_path: Path,
+) -> None:
+    """The disclosure scan runs in the re-hash shards on the cluster: its
+    partial results, the chords' stored answers and the job state hold ids,
+    offsets and counts, never the planted restricted line or secret."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url())
+    out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
+    job_id = submit(redis_server, s3_server, f"s3://{bucket}/seed", out, "--shard-bytes", "1")
+    waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
+    assert waited.returncode == exit_codes.TASKS_FAILED, waited.stderr + workers.logs()[-3000:]
+    stored: list[bytes] = []
+    for key in client.scan_iter(count=1000):
+        stored.append(key)
+        kind = client.type(key)
+        if kind == b"string":
+            stored.append(client.get(key) or b"")
+        elif kind == b"hash":
+            stored.extend(b for pair in client.hgetall(key).items() for b in pair)
+        elif kind == b"list":
+            stored.extend(client.lrange(key, 0, -1))
+        elif kind in (b"set", b"zset"):
+            stored.extend(client.zrange(key, 0, -1) if kind == b"zset" else client.smembers(key))
+    client.close()
+    assert any(b"disclosure" in value or b"holders" in value or b"rehash" in value for value in stored)
+    quoted = (SEED / "corpus" / "policy" / "customer-pii-handling.md").read_text().splitlines()[-1]
+    everything = b"\n".join(stored).decode("utf-8", "replace") + workers.logs() + waited.stdout + waited.stderr
+    everything = everything.casefold()
+    for restricted in (quoted, "SYNTHETIC-NOT-A-SECRET-0000", "syntheticnotasecret0000", "data protection officer"):
+        assert restricted.casefold() not in everything, restricted
+    local = tmp_path / "report.json"
+    assert dist(redis_server, s3_server, "result", job_id, "-o", str(local)).returncode == exit_codes.TASKS_FAILED
+    assert local.read_bytes() == expected_report

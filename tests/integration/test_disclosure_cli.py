@@ -100,3 +100,84 @@ def test_bad_secret_spans_are_each_named_and_nothing_is_written(tmp_path: Path) 
     assert "secret_spans[1]" in err and f"{size + 1} is past the end" in err
     assert "secret_spans[2]" in err and "may not be empty" in err
     assert SECRET.decode() not in err
+
+
+def seed_answering(tmp_path: Path, answers: dict[tuple[str, str, int | None, int], str]) -> Path:
+    """A copy of the seed whose run gives ``answers`` ((task, strategy,
+    budget, repetition) -> answer) instead of the recorded ones."""
+    seed = tmp_path / "seed"
+    seed.mkdir(parents=True)
+    shutil.copy(SEED / "registry.jsonl", seed)
+    shutil.copy(SEED / "benchmark.json", seed)
+    run = json.loads((SEED / "run.json").read_text())
+    for o in run["observations"]:
+        key = (o["task_id"], o["strategy"], o["budget"], o["repetition"])
+        if key in answers:
+            o["answer"] = answers[key]
+    (seed / "run.json").write_text(json.dumps(run))
+    return seed
+
+
+PLANTED = [("pii-export-expiry", "compiled", 256, 1), ("pii-export-expiry", "compiled", 256, 2)]
+
+
+def disclosure_gates(report: dict[str, Any], task_id: str) -> list[str]:
+    return [a["message"] for a in assertions(report, task_id) if a["gate"] == "disclosure"]
+
+
+def test_invisible_characters_inside_the_planted_quote_do_not_hide_it(tmp_path: Path) -> None:
+    for hidden in ("\ufe0f", "\u034f", "\u3164", "\u180b"):
+        quote = " ".join(w[:1] + hidden + w[1:] for w in QUOTED.split())
+        seed = seed_answering(tmp_path / f"U+{ord(hidden):04X}", dict.fromkeys(PLANTED, f"Per policy: {quote}"))
+        code, report, output = evaluate(tmp_path / f"U+{ord(hidden):04X}", seed=seed)
+        assert code == exit_codes.TASKS_FAILED
+        assert "8/15 tasks pass" in output, hidden
+        assert len(disclosure_gates(report, "pii-export-expiry")) == 3, hidden
+
+
+def test_a_marked_secret_rewritten_with_other_joints_is_still_found(tmp_path: Path) -> None:
+    parts = SECRET.decode().split("-")
+    key = ("pii-export-expiry", "compiled", 512, 2)
+    joints = {"nbhyphen": "\u2011", "endash": "\u2013", "underscore": "_", "space": " ", "none": ""}
+    for name, joint in joints.items():
+        seed = seed_answering(tmp_path / name, {key: f"Ref {joint.join(parts)}."})
+        _, report, output = evaluate(tmp_path / name, seed=seed)
+        found = [m for m in disclosure_gates(report, "pii-export-expiry") if "marked secret value" in m]
+        assert len(found) == 1, name
+        assert SECRET.decode() not in output
+    split = seed_answering(tmp_path / "lines", {key: "Ref SYNTHETIC-NOT-A-\n   SECRET-0000."})
+    _, report, _ = evaluate(tmp_path / "lines", seed=split)
+    assert [m for m in disclosure_gates(report, "pii-export-expiry") if "marked secret value" in m]
+
+
+def test_text_a_task_may_see_elsewhere_is_no_disclosure(tmp_path: Path) -> None:
+    """The planted line quoted by a task that may see an artifact holding
+    it too: the permitted copy excuses it."""
+    seed = tmp_path / "seed"
+    shutil.copytree(SEED, seed, ignore=shutil.ignore_patterns("bundle"))
+    corpus = seed / "corpus"
+    (corpus / "policy" / "pii-summary.md").write_text(f"# Summary\n\n{QUOTED}\n")
+    rules = seed / "rules.toml"
+    assert run("corpus", "register", str(corpus), "--rules", str(rules), "-o", str(seed / "registry.jsonl"))[0] == 0
+    root = json.loads((seed / "registry.jsonl").read_text().splitlines()[0])["corpus_root"]
+    benchmark = json.loads((seed / "benchmark.json").read_text())
+    benchmark["registry"]["corpus_root"] = root
+    run_json = json.loads((seed / "run.json").read_text())
+    run_json["corpus_root"] = root
+    (seed / "run.json").write_text(json.dumps(run_json))
+    classification = next(
+        json.loads(line)["classification"]
+        for line in (seed / "registry.jsonl").read_text().splitlines()[1:]
+        if json.loads(line)["artifact_id"] == "policy/pii-summary.md"
+    )
+    task = next(t for t in benchmark["tasks"] if t["task_id"] == "pii-export-expiry")
+    assert classification in task["allowed_classifications"]  # the task may see the summary
+    (seed / "benchmark.json").write_text(json.dumps(benchmark))
+    report_path = tmp_path / "report.json"
+    inputs = (str(seed / "benchmark.json"), str(seed / "run.json"))
+    code, out, err = run("evaluate", *inputs, "--corpus", str(corpus), "-o", str(report_path))
+    assert code == exit_codes.TASKS_FAILED, out + err
+    report = json.loads(report_path.read_text())
+    messages = disclosure_gates(report, "pii-export-expiry")
+    assert [m for m in messages if "consecutive tokens" in m] == []
+    assert len([m for m in messages if "marked secret value" in m]) == 1

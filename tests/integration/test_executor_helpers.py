@@ -12,8 +12,8 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import InputError
 from eceb_worker.executors import InProcessExecutor, helpers, inprocess
 from eceb_worker.families.eceb.report import encode_report
+from eceb_worker.pipeline.embedded import evaluate, verify_corpus
 from eceb_worker.pipeline.inputs import check_inputs
-from eceb_worker.pipeline.jobs import evaluate, verify_corpus
 from eceb_worker.pipeline.register import register_corpus
 from tests.integration.test_verify_local import FILES, make_corpus
 from tests.support.paths import EXAMPLES, SHARED

@@ -37,8 +37,9 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import InputError, VerificationError
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.io.files import read_input
+from eceb_worker.pipeline.embedded import evaluate, verify_corpus
 from eceb_worker.pipeline.inputs import check_inputs, load_registry
-from eceb_worker.pipeline.jobs import ThisProcess, evaluate, verify_corpus
+from eceb_worker.pipeline.jobs import ThisProcess
 from eceb_worker.pipeline.register import register_corpus
 from eceb_worker.pipeline.validation import kind_of, validate_file
 from tests.support.fuzz_inputs import FUZZ, NAMES, SEED, Inputs, hostile_inputs, rejected, renamed_task, seed_inputs

@@ -22,7 +22,7 @@ from eceb_worker.errors import ArtifactUnreadable, OutputError, StorageError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.objects import ObjectStore
 from eceb_worker.io.s3_corpus import S3Storage
-from eceb_worker.pipeline.jobs import verify_corpus
+from eceb_worker.pipeline.embedded import verify_corpus
 from eceb_worker.pipeline.register import register_corpus
 from tests.support.dist_support import SEED, embedded_report
 from tests.support.relays import ChecksumRefusingRelay, CorruptingRelay, CuttingRelay

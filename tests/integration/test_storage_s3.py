@@ -27,8 +27,8 @@ from eceb_worker.errors import ArtifactMissing, ArtifactReadError, ArtifactUnrea
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.s3 import CHUNK_BYTES, STREAM_ATTEMPTS
 from eceb_worker.io.s3_corpus import S3Storage
+from eceb_worker.pipeline.embedded import verify_corpus
 from eceb_worker.pipeline.inputs import load_registry
-from eceb_worker.pipeline.jobs import verify_corpus
 from eceb_worker.pipeline.register import register_corpus
 from tests.support.helpers import refusing_loopback_port
 from tests.support.paths import REPO

@@ -12,7 +12,7 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import reduce_verification, shard_verification
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.local_corpus import LocalStorage
-from eceb_worker.pipeline.jobs import verify_corpus
+from eceb_worker.pipeline.embedded import verify_corpus
 from tests.support.helpers import artifact
 
 

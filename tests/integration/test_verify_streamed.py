@@ -25,8 +25,8 @@ from eceb_worker.errors import InputError, StorageError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.executors.streaming import verify_streamed
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES, LocalStorage
+from eceb_worker.pipeline.embedded import verify_corpus
 from eceb_worker.pipeline.inputs import load_registry
-from eceb_worker.pipeline.jobs import verify_corpus
 from tests.support.helpers import artifact
 
 FILES = {f"d{i % 4}/f{i:03d}.md": f"content {i}\n".encode() * (i % 7 + 1) for i in range(120)}

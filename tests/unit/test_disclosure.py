@@ -1,18 +1,33 @@
-"""The disclosure check's tokenizer and finder, and abstention tasks (ECEB-0.1 §1, §17)."""
+"""The disclosure check (ECEB-0.1 §1, §17): its tokenizer, the answer index,
+the one streaming pass over an artifact's bytes, the runs it finds, the
+permitted-text rule, the cap on listed findings, and abstention tasks."""
 
 from __future__ import annotations
 
-import msgspec
-import pytest
+import time
+import unicodedata
 
-from eceb_worker.core.disclosure import DisclosureIndex, tokenize
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eceb_worker.core.disclosure import scan as scanning
+from eceb_worker.core.disclosure.hashing import ASCII_FOLD, padded, token_bounds, token_hashes
+from eceb_worker.core.disclosure.index import AnswerIndex
+from eceb_worker.core.disclosure.scan import SEPARATOR_SEQUENCES, ArtifactScan
+from eceb_worker.core.disclosure.text import IGNORABLE, artifact_tokens, is_ignorable, token_words, tokenize
 from eceb_worker.families.eceb.benchmark import Abstention, Benchmark, Task, task_root
+from eceb_worker.families.eceb.disclosure import LISTED_FINDINGS
+from eceb_worker.families.eceb.disclosure import scanner as scanners
+from eceb_worker.families.eceb.disclosure.findings import reduce_disclosures
 from eceb_worker.families.eceb.gates import evaluate_group
 from eceb_worker.families.eceb.run import Observation
+from tests.support.disclosures import findings, hits
 from tests.support.paths import EXAMPLES
 
 WORDS = "one two three four five six seven eight nine ten"
-EVERYWHERE = lambda artifact_id: True  # noqa: E731
 
 
 def test_tokens_are_runs_of_letters_and_numbers_traced_to_the_original_text() -> None:
@@ -28,34 +43,30 @@ def test_tokens_are_runs_of_letters_and_numbers_traced_to_the_original_text() ->
         "naïve",
         "e\u0301t",
     ]
+    assert token_words(text) == [t[0] for t in tokens]
 
 
 def test_n_minus_one_tokens_in_common_is_no_finding_and_n_is_one_with_exact_offsets() -> None:
-    index = DisclosureIndex(8)
-    index.add("a", f"Header. {WORDS}".encode())
-    assert index.find("x " + " ".join(WORDS.split()[:7]) + " y", EVERYWHERE) == []
+    artifact = {"a": f"Header. {WORDS}".encode()}
+    assert hits("x " + " ".join(WORDS.split()[:7]) + " y", artifact) == []
     answer = "Quote: " + " ".join(WORDS.split()[:8]).upper() + "!"
-    [hit] = index.find(answer, EVERYWHERE)
+    [hit] = hits(answer, artifact)
     assert (hit.kind, hit.artifact_id, hit.tokens) == ("overlap", "a", 8)
     assert answer[hit.answer_start : hit.answer_end] == "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT"
     assert (hit.artifact_start, hit.artifact_end) == (8, 8 + len("one two three four five six seven eight"))
 
 
 def test_the_run_is_extended_and_offsets_are_bytes_of_the_artifact() -> None:
-    index = DisclosureIndex(3)
     data = "Ünïcode précède: alpha beta gamma delta".encode()
-    index.add("a", data)
-    [hit] = index.find("ALPHA  beta\tgamma delta", EVERYWHERE)
+    [hit] = hits("ALPHA  beta\tgamma delta", {"a": data}, n=3)
     assert hit.tokens == 4
     assert data[hit.artifact_start : hit.artifact_end] == b"alpha beta gamma delta"
 
 
 def test_a_marked_secret_is_found_folded_and_only_where_the_task_may_not_see_it() -> None:
     data = b"token: SECRET-abc-123 end"
-    index = DisclosureIndex(8)
-    index.add("vault", data, [(7, 21)])
     answer = "the key is secret-ABC-123."
-    [hit] = index.find(answer, EVERYWHERE)
+    [hit] = hits(answer, {"vault": data}, secrets=[("vault", 7, 21)])
     assert (hit.kind, hit.answer_start, hit.answer_end, hit.artifact_start, hit.artifact_end) == (
         "secret",
         11,
@@ -63,12 +74,22 @@ def test_a_marked_secret_is_found_folded_and_only_where_the_task_may_not_see_it(
         7,
         21,
     )
-    assert index.find(answer, lambda artifact_id: artifact_id != "vault") == []
+    assert hits(answer, {"vault": data}, secrets=[("vault", 7, 21)], classifications={"vault": "public"}) == []
+
+
+@pytest.mark.parametrize("joint", ["\u2011", "\u2013", "_", " ", "", "\n  ", " - ", "\u200b-"])
+def test_a_secret_is_compared_on_its_letters_and_numbers_whatever_joins_them(joint: str) -> None:
+    data = b"password: SYNTHETIC-NOT-A-SECRET-0000."
+    answer = f"It is {joint.join(['synthetic', 'not', 'a', 'secret', '0000'])} today."
+    [hit] = hits(answer, {"vault": data}, secrets=[("vault", 10, 37)])
+    assert hit.kind == "secret"
+    assert answer[hit.answer_start : hit.answer_end].startswith("synthetic")
+    assert answer[hit.answer_start : hit.answer_end].endswith("0000")
 
 
 def test_an_index_refuses_a_minimum_below_one() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        DisclosureIndex(0)
+        AnswerIndex(["a"], 0)
 
 
 def observation(answer: str, repetition: int = 1) -> Observation:
@@ -121,58 +142,235 @@ def test_new_task_fields_left_out_do_not_change_the_task_root() -> None:
 
 def test_invisible_format_characters_hide_no_disclosure() -> None:
     # Zero-width spaces, soft hyphens and joiners (Unicode Cf) leave the text a reader sees unchanged.
-    index = DisclosureIndex(8)
-    index.add("a", f"Header. {WORDS}".encode(), [(0, 6)])
+    artifact = {"a": f"Header. {WORDS}".encode()}
     quoted = " ".join(WORDS.split()[:8]).replace("o", "o\u200b").replace("e", "e\u00ad\u200d")
     answer = f"Quote: {quoted} and head\u2060er"
-    hits = index.find(answer, EVERYWHERE)
-    assert [(h.kind, h.tokens) for h in hits] == [("overlap", 8), ("secret", 0)]
-    assert answer[hits[0].answer_start : hits[0].answer_end] == quoted.removesuffix("\u00ad\u200d")
-    assert answer[hits[1].answer_start : hits[1].answer_end] == "head\u2060er"
+    found = hits(answer, artifact, secrets=[("a", 0, 6)])
+    assert [(h.kind, h.tokens) for h in found] == [("overlap", 8), ("secret", 0)]
+    assert answer[found[0].answer_start : found[0].answer_end] == quoted.removesuffix("\u00ad\u200d")
+    assert answer[found[1].answer_start : found[1].answer_end] == "head\u2060er"
+
+
+@pytest.mark.parametrize("hidden", ["\ufe0f", "\u034f", "\u3164", "\u180b", "\u115f", "\U000e0041"])
+def test_default_ignorable_characters_inside_words_hide_no_disclosure(hidden: str) -> None:
+    artifact = {"a": f"Header. {WORDS}".encode()}
+    quoted = " ".join(w[:2] + hidden + w[2:] for w in WORDS.split()[:8])
+    [hit] = hits(f"Quote: {quoted}", artifact)
+    assert hit.tokens == 8
+
+
+def test_the_ignorable_table_holds_every_format_character_and_no_letter() -> None:
+    ignorable = {chr(c) for low, high in IGNORABLE for c in range(low, high + 1)}
+    assert {chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"} <= ignorable
+    assert all(is_ignorable(c) for c in "\u00ad\u034f\u180b\u200b\u2060\u3164\ufe0f\ufeff\uffa0\U000e0041")
+    assert not any(is_ignorable(c) for c in "aé-' \u3163")
+    assert is_ignorable("\u0600")  # category Cf, not default-ignorable: left out as before
 
 
 def test_a_secret_span_cutting_a_character_protects_the_whole_character() -> None:
     data = "key: päss-wörd end".encode()
     start = data.index("ä".encode()) + 1  # inside the two bytes of 'ä'
     end = data.index("ö".encode()) + 1  # inside the two bytes of 'ö'
-    index = DisclosureIndex(8)
-    index.add("a", data, [(start, end)])
-    [hit] = index.find("it is PÄSS-WÖRD", EVERYWHERE)
+    [hit] = hits("it is PÄSS-WÖRD", {"a": data}, secrets=[("a", start, end)])
     assert (hit.kind, hit.artifact_start, hit.artifact_end) == ("secret", start - 1, end + 1)
 
 
-def test_many_findings_in_a_long_non_ascii_artifact_take_linear_time() -> None:
-    import time
-
+def test_many_findings_in_a_long_non_ascii_artifact_take_linear_time_and_the_first_are_listed() -> None:
     words = [f"wörd{i}" for i in range(200_000)]
-    index = DisclosureIndex(8)
-    index.add("a", " ".join(words).encode())
+    data = " ".join(words).encode()
     tail = words[-45_000:]
     answer = " | ".join(" ".join(tail[i : i + 8]) + " zz" for i in range(0, len(tail), 9))
     started = time.monotonic()
-    hits = index.find(answer, EVERYWHERE)
-    assert len(hits) == 5_000
-    assert time.monotonic() - started < 5
-    data = " ".join(words).encode()
-    assert data[hits[-1].artifact_start : hits[-1].artifact_end].decode() == " ".join(tail[-9:-1])
+    [(_, found)] = findings({"t": [answer]}, {"a": data}).items()
+    assert time.monotonic() - started < 10
+    assert (len(found.hits), found.count) == (LISTED_FINDINGS, 5_000)
+    first = found.hits[0]
+    assert data[first.artifact_start : first.artifact_end].decode() == " ".join(tail[:8])
 
 
-def test_windows_are_made_only_for_artifacts_that_hold_every_pair_of_an_answers_window() -> None:
-    """The same words in another order hold the window's words but not its
-    pairs: that artifact is never tokenized into windows, and only the one
-    holding the run is found."""
-    index = DisclosureIndex(8)
-    index.add("quoted", f"Header. {WORDS}".encode())
-    index.add("shuffled", " ".join(reversed(WORDS.split())).encode())
-    index.add("unrelated", b"nothing of the answer here at all")
-    answer = " ".join(WORDS.split()[:9])
-    assert [(h.artifact_id, h.tokens) for h in index.find(answer, EVERYWHERE)] == [("quoted", 9)]
-    made = {artifact_id for artifact_id, text in index._texts.items() if text.first is not None}
-    assert made == {"quoted"}
+def test_a_minimum_of_one_token() -> None:
+    found = hits("gamma BETA", {"a": b"alpha beta"}, n=1)
+    assert [(h.artifact_id, h.tokens, h.artifact_start, h.artifact_end) for h in found] == [("a", 1, 6, 10)]
 
 
-def test_a_minimum_of_one_token_uses_single_tokens_as_the_vocabulary() -> None:
-    index = DisclosureIndex(1)
-    index.add("a", b"alpha beta")
-    hits = index.find("gamma BETA", EVERYWHERE)
-    assert [(h.artifact_id, h.tokens, h.artifact_start, h.artifact_end) for h in hits] == [("a", 1, 6, 10)]
+def test_a_window_that_an_artifact_the_task_may_see_also_holds_is_no_disclosure() -> None:
+    licence = "Licensed under the Apache License, Version 2.0 (the License); you may not use this file"
+    restricted = f"Internal runbook. {licence}. Rotate the vault key every ninety days before expiry.".encode()
+    public = f"{licence} except in compliance.".encode()
+    quoted = f"As it says: {licence}."
+    artifacts = {"runbook": restricted, "readme": public}
+    classes = {"readme": "public"}
+    assert hits(quoted, artifacts, classifications=classes) == []
+    # Internal: the task may see neither, so the text is disclosed from both.
+    assert [h.artifact_id for h in hits(quoted, artifacts, classifications={"readme": "internal"})] == [
+        "readme",
+        "runbook",
+    ]
+    # Denied to the task: no longer an artifact it may see.
+    assert [h.artifact_id for h in hits(quoted, artifacts, classifications=classes, denied={"t": ["readme"]})] == [
+        "readme",
+        "runbook",
+    ]
+    # A run holding text only the restricted artifact has is still one.
+    leaked = f"{licence}. Rotate the vault key every ninety days before expiry."
+    [hit] = hits(leaked, artifacts, classifications=classes)
+    assert (hit.artifact_id, hit.answer_start) == ("runbook", 0)
+
+
+def test_an_answer_repeating_a_quote_lists_the_first_findings_and_counts_the_rest() -> None:
+    quote = " ".join(WORDS.split()[:9])
+    answer = " | ".join([quote] * 1000)
+    [(_, found)] = findings({"t": [answer]}, {"a": f"x. {WORDS}".encode(), "b": f"{WORDS} y".encode()}).items()
+    assert len(found.hits) == LISTED_FINDINGS
+    assert found.count == 2000
+    assert [h.answer_start for h in found.hits[:4]] == [0, 0, len(quote) + 3, len(quote) + 3]
+
+
+def test_colliding_hashes_of_different_windows_are_told_apart() -> None:
+    # Tokens of one length, the same first 16 and last 8 bytes: the same token hash.
+    first, second = "a" * 16 + "x" * 10 + "b" * 8, "a" * 16 + "y" * 10 + "b" * 8
+    buffer = padded(f"{first}\0{second}".encode())
+    starts, ends = token_bounds(buffer)
+    hashes = token_hashes(buffer, starts, ends)
+    assert hashes[0] == hashes[1]
+    index = AnswerIndex([f"say {first}", f"say {second}"], 2)
+    assert index.windows == 2
+    assert hits(f"say {first}", {"a": f"we say {second}".encode()}, n=2) == []
+    assert len(hits(f"say {first}", {"a": f"we say {first}".encode()}, n=2)) == 1
+
+
+@pytest.mark.parametrize("sequence", SEPARATOR_SEQUENCES, ids=lambda s: f"U+{ord(s.decode()):04X}")
+def test_punctuation_written_as_spaces_changes_no_token(sequence: bytes) -> None:
+    char = sequence.decode()
+    assert not is_ignorable(char)
+    assert unicodedata.combining(char) == 0
+    assert unicodedata.category(char)[0] in "PZS"
+    assert not any(c.isalnum() for c in unicodedata.normalize("NFKC", char).casefold())
+    for before in ("a", " ", "1", "é", "\u0301"):
+        for after in ("b", " ", "\u0301", "x\u0308"):
+            data = f"x{before}{char}{after}y".encode()
+            plain = data.replace(sequence, b" " * len(sequence))
+            assert artifact_tokens(data) == artifact_tokens(plain)
+
+
+TEXT_WORDS = ["one", "Two", "THREE", "wörd", "naïve", "ﬁne", "e\u0301t", "x1", "42", "Straße", "ΣΟΦΙΑ", "日本"]
+JOINTS = [" ", ", ", ".\n", "  ", "\t", "—", "’", " \u00a0", "_", "-", "\u200b", " \u034f"]
+
+
+def reference(answer: str, artifacts: dict[str, bytes], n: int) -> list[tuple[object, ...]]:
+    """Every run of ``answer`` in each artifact as the check defines it,
+    written plainly: tokens read left to right, each window of N looked up
+    at its first place in the artifact, the run extended as far as both
+    agree, the search resuming after it."""
+    tokens = tokenize(answer)
+    words = [t[0] for t in tokens]
+    found = []
+    for artifact_id, data in sorted(artifacts.items()):
+        theirs = artifact_tokens(data)
+        their_words = [t[0] for t in theirs]
+        first: dict[tuple[str, ...], int] = {}
+        for j in range(len(their_words) - n + 1):
+            first.setdefault(tuple(their_words[j : j + n]), j)
+        resume = 0
+        for i in range(len(words) - n + 1):
+            j = first.get(tuple(words[i : i + n])) if i >= resume else None
+            if j is None:
+                continue
+            k = n
+            while i + k < len(words) and j + k < len(their_words) and words[i + k] == their_words[j + k]:
+                k += 1
+            resume = i + k
+            found.append(
+                (tokens[i][1], tokens[i + k - 1][2], artifact_id, "overlap", theirs[j][1], theirs[j + k - 1][2], k)
+            )
+    return sorted(found)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> tuple[str, dict[str, bytes], int]:
+    def text(count: int) -> list[str]:
+        return draw(st.lists(st.sampled_from(TEXT_WORDS), min_size=count, max_size=count))
+
+    def joined(words: list[str]) -> str:
+        return "".join(w + draw(st.sampled_from(JOINTS)) for w in words)
+
+    artifacts = {f"a{i}": text(draw(st.integers(0, 40))) for i in range(draw(st.integers(1, 3)))}
+    pieces = []
+    for _ in range(draw(st.integers(1, 4))):
+        source = draw(st.sampled_from(sorted(artifacts)))
+        words = artifacts[source]
+        start = draw(st.integers(0, len(words)))
+        pieces.append(words[start : start + draw(st.integers(0, 12))] + text(draw(st.integers(0, 3))))
+    answer = joined([w for piece in pieces for w in piece])
+    return answer, {a: joined(words).encode() for a, words in artifacts.items()}, draw(st.integers(1, 4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts(), st.integers(1, 40), st.booleans())
+def test_the_streaming_scan_finds_what_the_plain_definition_finds_however_the_bytes_arrive(
+    case: tuple[str, dict[str, bytes], int], chunk: int, whole: bool
+) -> None:
+    answer, artifacts, n = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scanning, "BLOCK_BYTES", 16)  # blocks of a few tokens: windows across blocks
+        if not whole:
+            patch.setattr(scanners, "SMALL_ARTIFACT_BYTES", 0)  # streamed, not scanned whole with others
+        found = findings({"t": [answer]}, artifacts, n=n, chunk=chunk, shards=2)
+    expected = reference(answer, artifacts, n)
+    got = found.get(("t", answer))
+    assert (got.count if got else 0) == len(expected)
+    listed = [
+        (h.answer_start, h.answer_end, h.artifact_id, h.kind, h.artifact_start, h.artifact_end, h.tokens)
+        for h in (got.hits if got else ())
+    ]
+    assert listed == expected[:LISTED_FINDINGS]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=300), st.lists(st.sampled_from([*SEPARATOR_SEQUENCES, b"\xc3\xa9", b"A", b" "]), max_size=8))
+def test_ascii_blocks_give_the_tokens_and_offsets_of_the_traced_tokenizer(data: bytes, extra: list[bytes]) -> None:
+    data = data + b"".join(extra)
+    block, hashes = scanning._tokenize(data, 0)
+    traced = artifact_tokens(data)
+    assert [block.text(i).decode() for i in range(len(block.starts))] == [t[0] for t in traced]
+    assert [block.span(i) for i in range(len(block.starts))] == [(s, e) for _, s, e in traced]
+    assert len(hashes) == len(traced)
+
+
+def test_a_quote_across_a_block_boundary_is_found_with_its_offsets() -> None:
+    filler = b"lorem ipsum dolor " * 20_000  # 360 KB: more than one block
+    quote = " ".join(WORDS.split()[:9])
+    data = filler[: scanning.BLOCK_BYTES - 20] + b" " + quote.encode() + b" " + filler
+    [hit] = hits(f"x {quote} y", {"a": data}, chunk=4096)
+    assert data[hit.artifact_start : hit.artifact_end] == quote.encode()
+    assert hit.tokens == 9
+
+
+def test_a_long_run_without_an_ascii_separator_is_cut_and_scanned() -> None:
+    scan = ArtifactScan(AnswerIndex(["x " * 10], 2))
+    scan.feed(("é" * 800_000).encode())  # 1.6 MB, one token, no ASCII separator
+    scan.feed(b"a" * 2_000_000)
+    assert not scan.finish()
+
+
+def test_the_index_stays_within_64_bytes_an_answer_token() -> None:
+    rng = np.random.default_rng(0)
+    vocabulary = [f"word{i}" for i in range(5000)]
+    answers = [" ".join(rng.choice(vocabulary, size=200)) for _ in range(500)]
+    index = AnswerIndex(answers, 8)
+    assert index.nbytes <= 64 * 500 * 200
+    assert ASCII_FOLD[ord("A")] == ord("a")
+
+
+@settings(max_examples=25, deadline=None)
+@given(texts(), st.randoms(use_true_random=False), st.integers(1, 4))
+def test_the_reduce_does_not_depend_on_the_shards_or_their_order(
+    case: tuple[str, dict[str, bytes], int], rng: object, shards: int
+) -> None:
+    answer, artifacts, n = case
+    one = findings({"t": [answer], "u": [answer, "other"]}, artifacts, n=n, allowed={"u": ["public", "internal"]})
+    many = findings(
+        {"t": [answer], "u": [answer, "other"]}, artifacts, n=n, allowed={"u": ["public", "internal"]}, shards=shards
+    )
+    assert one == many
+    assert reduce_disclosures([], {}) == []

@@ -12,16 +12,19 @@ from hypothesis import strategies as st
 
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, secret_spans_by_artifact
+from eceb_worker.corpus.verification import verify_shard
+from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, TaskFindings, findings_by_task
+from eceb_worker.families.eceb.disclosure.findings import reduce_disclosures
+from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner, ScanContext
+from eceb_worker.families.eceb.disclosure.spec import TaskPolicy, scan_spec
 from eceb_worker.families.eceb.planning import EvaluationShard, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.families.eceb.run_index import detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
 from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.detached import DetachedEvaluation, detach_evaluation, evaluate_detached
+from eceb_worker.pipeline.embedded import evaluate
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
-from eceb_worker.pipeline.jobs import evaluate
-from eceb_worker.pipeline.restricted import CorpusTexts
 from eceb_worker.pipeline.shards import Prepared, Workspace
 from tests.support.paths import EXAMPLES, SHARED
 
@@ -51,11 +54,23 @@ def test_report_bytes_do_not_depend_on_the_evaluation_shard_size(
     assert evaluated(example, shard_observations=shard_observations) == evaluated(example)
 
 
+def _findings(inputs: CheckedInputs, corpus_dir: Path) -> dict[str, TaskFindings] | None:
+    """The disclosures in the run's answers, found by the re-hash's scan of
+    the corpus (one shard) and reduced, by task."""
+    spec = scan_spec(inputs.benchmark, inputs.run, 8)
+    assert spec is not None
+    artifacts = list(inputs.registry.artifacts)
+    scanner = DisclosureScanner(ScanContext(spec), artifacts)
+    assert verify_shard(artifacts, open_storage(StorageSpec(source=str(corpus_dir))), observer=scanner).findings == ()
+    policies = {t.task_id: TaskPolicy.of(t) for t in inputs.benchmark.tasks}
+    return findings_by_task(DEFAULT_DISCLOSURE_CHECK, reduce_disclosures([scanner.partial()], policies))
+
+
 def _map_and_reduce(
     inputs: CheckedInputs, corpus_dir: Path, shard_observations: int, rnd: random.Random, *, twice: bool = False
 ) -> bytes:
     """The report of the evaluation shards run in ``rnd``'s order, each
-    reading the restricted artifacts it needs afresh, as its own process would."""
+    given the disclosures the scan found."""
     benchmark, run = inputs.benchmark, inputs.run
     tasks = {t.task_id: t for t in benchmark.tasks}
     artifacts = inputs.registry.by_id()
@@ -66,14 +81,9 @@ def _map_and_reduce(
     rnd.shuffle(shards)  # completion order
     if twice:
         shards.append(shards[0])
-    corpus = StorageSpec(source=str(corpus_dir))
-    secrets = secret_spans_by_artifact(benchmark)
+    findings = _findings(inputs, corpus_dir)
     outcomes = [
-        o
-        for s in shards  # each shard as a process of its own would read what it needs
-        for o in evaluate_tasks_of_run(
-            task_ids[s.start : s.end], run, tasks, artifacts, CorpusTexts(open_storage(corpus), 8, secrets)
-        )
+        o for s in shards for o in evaluate_tasks_of_run(task_ids[s.start : s.end], run, tasks, artifacts, findings)
     ]
     report = reduce_evaluation(
         outcomes,

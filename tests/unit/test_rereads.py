@@ -33,7 +33,7 @@ class Storage:
         self.script = script
         self.reads: list[str] = []
 
-    def hash_artifacts(self, paths: Sequence[str]) -> list[HashResult]:
+    def hash_artifacts(self, paths: Sequence[str], observer: object = None) -> list[HashResult]:
         self.reads += paths
         return [self.script[path].pop(0) for path in paths]
 

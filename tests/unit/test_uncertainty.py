@@ -32,8 +32,8 @@ from eceb_worker.families.eceb.uncertainty import (
     task_seed,
 )
 from eceb_worker.families.eceb.verdicts import TaskResult
+from eceb_worker.pipeline.embedded import evaluate as evaluate_job
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
-from eceb_worker.pipeline.jobs import evaluate as evaluate_job
 from tests.support.evaluation_builders import ARTIFACTS, aux, configuration, obs, task
 from tests.support.paths import EXAMPLES
 

@@ -23,7 +23,7 @@ import msgspec
 from eceb_worker.core.arithmetic import floor_mean, ratio_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
-from eceb_worker.families.eceb.disclosure import TaskDisclosure, describe_hit
+from eceb_worker.families.eceb.disclosure import TaskFindings, describe_hit, describe_more
 from eceb_worker.families.eceb.run import Observation, SelectedArtifact
 from eceb_worker.families.eceb.selection import Selection, judge_selection
 from eceb_worker.families.eceb.task_checks import (
@@ -81,8 +81,8 @@ class Group:
         selections: for each observation, the :class:`Selection` of its
             selected artifacts. Observations that select the same artifacts
             in the same order share one, judged once.
-        disclosure: what the task may not see, read (``None``: the
-            disclosure check is off).
+        disclosure: the disclosures found in the task's answers (``None``:
+            the disclosure check is off).
     """
 
     def __init__(
@@ -93,7 +93,7 @@ class Group:
         observations: Sequence[Observation],
         threshold_milli: int,
         artifacts: Mapping[str, Artifact],
-        disclosure: TaskDisclosure | None = None,
+        disclosure: TaskFindings | None = None,
     ) -> None:
         self.task = task
         self.disclosure = disclosure
@@ -200,11 +200,26 @@ def _repeatability(group: Group) -> list[Failure]:
 def _disclosure(group: Group) -> list[Failure]:
     """§1, §17: no answer repeats text of an artifact the task may not see
     (a run of at least N normalised tokens, or a marked secret value). The
-    message locates it; it never quotes it."""
+    message locates it; it never quotes it. An answer's first findings are
+    listed, one failure each, the rest counted in one more."""
     disclosure = group.disclosure
     if disclosure is None:
         return []
-    return [(o.repetition, describe_hit(hit)) for o in group.observations for hit in disclosure.find(o.answer)]
+    failures: list[Failure] = []
+    for o in group.observations:
+        found = disclosure.of(o.answer)
+        if found is not None:
+            failures.extend((o.repetition, describe_hit(hit)) for hit in found.hits)
+            if found.more:
+                failures.append((o.repetition, describe_more(found.more)))
+    return failures
+
+
+def _disclosures(group: Group) -> int:
+    """How many disclosures the group's answers hold, listed or not."""
+    if group.disclosure is None:
+        return 0
+    return sum(found.count for o in group.observations if (found := group.disclosure.of(o.answer)) is not None)
 
 
 def _abstention(group: Group) -> list[Failure]:
@@ -282,14 +297,14 @@ def evaluate_group(
     threshold_milli: int,
     artifacts: Mapping[str, Artifact],
     auxiliary_cost_micro_usd: int = 0,
-    disclosure: TaskDisclosure | None = None,
+    disclosure: TaskFindings | None = None,
 ) -> tuple[GroupResult, list[Assertion]]:
     """Evaluate every group gate of :data:`GATES` on one group (ECEB-0.1 §11).
 
     ``threshold_milli`` is the dynamic quality floor τ (§10); ``budget`` the
     declared token budget (``None``: no budget gate); ``artifacts`` the
-    registry by artifact id; ``disclosure`` what the task may not see
-    (``None``: the disclosure check is off). Returns the group's
+    registry by artifact id; ``disclosure`` the disclosures found in the
+    task's answers (``None``: the disclosure check is off). Returns the group's
     measurements and every failed assertion, gate by gate.
     """
     group = Group(task, strategy, budget, observations, threshold_milli, artifacts, disclosure)
@@ -318,7 +333,7 @@ def evaluate_group(
         provenance_coverage_bps=ratio_bps(min(covered), len(group.required)) if covered else None,
         policy_violations=sum(1 for failure in failures if failure.gate == "policy"),
         repeatable=None if not ordered else len({obs.context_digest for obs in ordered}) == 1,
-        disclosures=sum(1 for failure in failures if failure.gate == "disclosure"),
+        disclosures=_disclosures(group),
         local_prompt_tokens=_local_mean(local),
     )
     return result, failures

@@ -27,7 +27,7 @@ from eceb_worker.families.eceb.verdicts import RecordProblem
 if TYPE_CHECKING:
     import mmap
 
-__all__ = ["IndexedRun", "RunPart", "decode_task_evidence", "detach_tasks", "index_run"]
+__all__ = ["IndexedRun", "RunPart", "decode_task_evidence", "detach_tasks", "index_run", "task_answers"]
 
 _ENVELOPE: Final = msgspec.json.Decoder(RunEnvelope)
 S = TypeVar("S", bound=msgspec.Struct)
@@ -308,3 +308,30 @@ def decode_task_evidence(
         observations=tuple(o for _, o in observations), auxiliary_costs=tuple(a for _, a in auxiliary)
     )
     return evidence, observations, auxiliary, problems
+
+
+class _Answer(msgspec.Struct):
+    """An observation's answer alone (its other fields skipped unread)."""
+
+    answer: str = ""
+
+
+_ANSWERS: Final = msgspec.json.Decoder(list[_Answer])
+_ANSWER: Final = msgspec.json.Decoder(_Answer)
+
+
+def task_answers(indexed: IndexedRun, task_id: str) -> list[str]:
+    """The answers of one task's observations, in record order, decoded
+    without checks (a record whose answer is not a string is left out: the
+    run's checks name it)."""
+    items = indexed.observations.get(task_id, [])
+    try:
+        return [a.answer for a in _ANSWERS.decode(b"[" + b",".join([raw for _, raw in items]) + b"]")]
+    except (msgspec.DecodeError, RecursionError):
+        answers = []
+        for _, raw in items:
+            try:
+                answers.append(_ANSWER.decode(raw).answer)
+            except (msgspec.DecodeError, RecursionError):
+                continue
+        return answers

@@ -16,7 +16,7 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
 from eceb_worker.families.eceb.consistency import task_record_problems
-from eceb_worker.families.eceb.disclosure import DisclosureCheck, RestrictedTexts, task_disclosure
+from eceb_worker.families.eceb.disclosure import DisclosureCheck, TaskFindings
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
 from eceb_worker.families.eceb.run_index import IndexedRun, decode_task_evidence
 from eceb_worker.families.eceb.tasks import evaluate_task
@@ -35,7 +35,7 @@ def evaluate_tasks_of_run(
     indexed: IndexedRun,
     tasks: Mapping[str, Task] | None,
     artifacts: Mapping[str, Artifact] | None,
-    restricted: RestrictedTexts | None = None,
+    findings: Mapping[str, TaskFindings] | None = None,
     *,
     uncertainty: UncertaintyMode = "bootstrap",
 ) -> list[TaskOutcome]:
@@ -48,9 +48,9 @@ def evaluate_tasks_of_run(
     task at all. Evaluation is skipped for a task with problems: its report
     would be discarded anyway.
 
-    ``restricted`` reads what tasks may not see for the disclosure gate
-    (``None``: the check is off): only for a task evaluated with
-    observations, and only what that task may not see (ECEB-0.1 §17).
+    ``findings`` holds the disclosures found in each task's answers, by
+    task id, for the disclosure gate (ECEB-0.1 §17; a task it lacks
+    discloses nothing; ``None``: the check is off).
     ``uncertainty`` ``"bootstrap"`` gives each passing task its savings
     intervals, seeded from its id and records digest
     (:func:`~eceb_worker.families.eceb.uncertainty.task_seed`), so they do
@@ -59,8 +59,6 @@ def evaluate_tasks_of_run(
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
-    by_classification: dict[str, list[str]] | None = None
-    loaded: set[str] = set()
     outcomes = []
     for task_id in task_ids:
         evidence, observations, auxiliary, problems = decode_task_evidence(indexed, task_id)
@@ -79,13 +77,7 @@ def evaluate_tasks_of_run(
         result = None
         records_digest = task_records_digest(evidence.observations, evidence.auxiliary_costs)
         if task is not None and artifacts is not None and not problems:
-            disclosure = None
-            if restricted is not None and evidence.observations:
-                if by_classification is None:
-                    by_classification = {}
-                    for artifact_id, artifact in artifacts.items():
-                        by_classification.setdefault(artifact.classification, []).append(artifact_id)
-                disclosure = task_disclosure(restricted, task, artifacts, by_classification, loaded)
+            disclosure = None if findings is None else findings.get(task_id) or TaskFindings()
             result = evaluate_task(
                 task,
                 evidence,

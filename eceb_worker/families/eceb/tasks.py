@@ -17,7 +17,7 @@ import msgspec
 from eceb_worker.core.arithmetic import savings_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
-from eceb_worker.families.eceb.disclosure import TaskDisclosure
+from eceb_worker.families.eceb.disclosure import TaskFindings
 from eceb_worker.families.eceb.gates import GATE_ORDER, TASK_CHECK_NAMES, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
 from eceb_worker.families.eceb.uncertainty import Interval, Repetitions, task_intervals
@@ -59,7 +59,7 @@ def evaluate_task(
     artifacts: Mapping[str, Artifact],
     configurations: Mapping[str, Configuration],
     factorial: FactorialExperiment | None = None,
-    disclosure: TaskDisclosure | None = None,
+    disclosure: TaskFindings | None = None,
     bootstrap_seed: bytes | None = None,
 ) -> TaskResult:
     """Evaluate one task (ECEB-0.1 §10-§14).
@@ -75,8 +75,8 @@ def evaluate_task(
     that its task does not allow (a compiled budget off the ladder, an
     artifact selected twice) is a task-level check. Any failed task-level
     check of :data:`~eceb_worker.families.eceb.gates.GATES` fails the task.
-    ``disclosure`` is what the task may not see, for the disclosure gate
-    (``None``: the check is off).
+    ``disclosure`` is the disclosures found in the task's answers, for the
+    disclosure gate (``None``: the check is off).
 
     With ``bootstrap_seed`` (32 bytes,
     :func:`~eceb_worker.families.eceb.uncertainty.task_seed`), a passing

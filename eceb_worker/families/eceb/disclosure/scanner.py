@@ -1,0 +1,384 @@
+"""The disclosure scan of one re-hash shard (ECEB-0.1 §1, §5, §17): the
+bytes the re-hash reads are streamed past the answer index as they are
+read, once; nothing restricted is read twice.
+
+:class:`ScanContext` is what a process holds of a job's scan (the answer
+index, the tasks' policies, the secrets), built once per job from its
+:class:`~.spec.ScanSpec`. :class:`DisclosureScanner` watches one shard's
+reads (a :class:`~eceb_worker.corpus.storage.ReadObserver`): each read of
+an artifact is scanned as it streams (an artifact smaller than
+:data:`SMALL_ARTIFACT_BYTES` is kept whole and scanned with others); a read
+counts only when its digest is the registered one, and then its windows,
+runs and secrets enter the shard's :class:`~.findings.DisclosurePartial`.
+Restricted text and secret values stay in this process: the partial holds
+ids, offsets and counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from eceb_worker.core.disclosure.index import AnswerIndex
+from eceb_worker.core.disclosure.runs import answer_runs
+from eceb_worker.core.disclosure.scan import BLOCK_BYTES, ArtifactScan, Matches, scan_batch
+from eceb_worker.core.disclosure.text import Token, alnum_with_origins, token_words, tokenize
+from eceb_worker.corpus.artifacts import CLASSIFICATIONS
+from eceb_worker.families.eceb.disclosure.check import LISTED_FINDINGS, DisclosureHit, answer_key
+from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial, FindingGroup, WindowHolders
+from eceb_worker.families.eceb.disclosure.spec import ScanSpec
+
+__all__ = ["SMALL_ARTIFACT_BYTES", "DisclosureScanner", "ScanContext", "ScannedArtifact"]
+
+SMALL_ARTIFACT_BYTES: Final = 64 * 1024
+"""An artifact registered smaller than this is scanned with others, whole."""
+
+_TRACED_KEPT: Final = 4096
+"""Answers whose traced tokens a context keeps at once."""
+
+_WIDEN: Final = 3
+"""Bytes before and after a secret span kept to widen it to whole characters."""
+
+
+class ScannedArtifact(Protocol):
+    """What the scan needs of a registered artifact."""
+
+    @property
+    def artifact_id(self) -> str:
+        """Its id."""
+        ...
+
+    @property
+    def classification(self) -> str:
+        """Its classification."""
+        ...
+
+    @property
+    def source_digest(self) -> str:
+        """Its registered digest."""
+        ...
+
+    @property
+    def size_bytes(self) -> int:
+        """Its registered size."""
+        ...
+
+
+class ScanContext:
+    """A job's disclosure scan as one process holds it.
+
+    Attributes:
+        spec: what it scans for.
+        index: the answers' windows.
+    """
+
+    def __init__(self, spec: ScanSpec) -> None:
+        self.spec = spec
+        self.index = AnswerIndex(spec.answers, spec.n)
+        tasks = spec.tasks
+        self._not_allowing = {c: tuple(i for i, t in enumerate(tasks) if c not in t.allowed) for c in CLASSIFICATIONS}
+        self._denying: dict[str, list[int]] = {}
+        for i, task in enumerate(tasks):
+            for artifact_id in task.denied:
+                self._denying.setdefault(artifact_id, []).append(i)
+        self._secrets: dict[str, list[tuple[int, int]]] = {}
+        for artifact_id, start, end in spec.secrets:
+            self._secrets.setdefault(artifact_id, []).append((start, end))
+        self._keys: dict[int, str] = {}
+        self._traced: dict[int, list[Token]] = {}
+        self._window_answers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        self._letters: tuple[str, list[int]] | None = None
+
+    @property
+    def scans_windows(self) -> bool:
+        """Some answer holds a window of N tokens."""
+        return self.index.windows > 0
+
+    def secret_spans(self, artifact_id: str) -> list[tuple[int, int]]:
+        """The marked secret spans of ``artifact_id``."""
+        return self._secrets.get(artifact_id, [])
+
+    def denied_by_some_task(self, artifact_id: str) -> bool:
+        """Some task checked denies ``artifact_id``."""
+        return artifact_id in self._denying
+
+    def restricted_for(self, artifact_id: str, classification: str) -> frozenset[int]:
+        """The tasks (positions in the spec) that may not see the artifact."""
+        return frozenset((*self._not_allowing.get(classification, ()), *self._denying.get(artifact_id, ())))
+
+    def answers_holding(self, windows: Iterable[int]) -> list[int]:
+        """The answers (numbers) holding any of ``windows``, in order."""
+        if self._window_answers is None:
+            index = self.index
+            at = np.flatnonzero(index.window_of >= 0)
+            ids = index.window_of[at]
+            owners = np.searchsorted(index.first_token, at, side="right") - 1
+            order = np.argsort(ids, kind="stable")
+            offsets = np.searchsorted(ids[order], np.arange(index.windows + 1))
+            self._window_answers = (offsets, owners[order])
+        offsets, owners = self._window_answers
+        found = [owners[offsets[w] : offsets[w + 1]] for w in windows]
+        return np.unique(np.concatenate(found)).tolist() if found else []
+
+    def key(self, answer: int) -> str:
+        """The key naming answer number ``answer`` (:func:`~.check.answer_key`)."""
+        key = self._keys.get(answer)
+        if key is None:
+            key = self._keys[answer] = answer_key(self.spec.answers[answer])
+        return key
+
+    def traced(self, answer: int) -> list[Token]:
+        """The tokens of answer number ``answer``, traced to its characters."""
+        tokens = self._traced.get(answer)
+        if tokens is None:
+            if len(self._traced) >= _TRACED_KEPT:
+                self._traced.clear()
+            tokens = self._traced[answer] = tokenize(self.spec.answers[answer])
+        return tokens
+
+    def secret_occurrences(self, value: str) -> list[tuple[int, int]]:
+        """Every occurrence of a secret's letters and numbers ``value`` in the
+        answers' letters and numbers: ``(answer, first letter)``."""
+        if self._letters is None:
+            letters = ["".join(token_words(a)) for a in self.spec.answers]
+            starts = []
+            at = 0
+            for text in letters:
+                starts.append(at)
+                at += len(text) + 1
+            self._letters = ("\0".join(letters), starts)
+        joined, starts = self._letters
+        found = []
+        at = joined.find(value)
+        while at >= 0:
+            answer = bisect.bisect_right(starts, at) - 1
+            found.append((answer, at - starts[answer]))
+            at = joined.find(value, at + 1)
+        return found
+
+
+class _Sink:
+    """One read of one artifact: its bytes fed as read, then its digest."""
+
+    __slots__ = ("_kept", "_offset", "_pieces", "_position", "_scan", "_scanner", "_spans")
+
+    def __init__(self, scanner: DisclosureScanner, position: int) -> None:
+        self._scanner = scanner
+        self._position = position
+        artifact = scanner.artifacts[position]
+        small = artifact.size_bytes < SMALL_ARTIFACT_BYTES
+        self._kept: list[bytes] | None = [] if small else None
+        self._scan = None if small or not scanner.context.scans_windows else ArtifactScan(scanner.context.index)
+        self._spans = [] if small else scanner.context.secret_spans(artifact.artifact_id)
+        self._pieces: list[bytearray] = [bytearray() for _ in self._spans]
+        self._offset = 0
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """The next bytes read."""
+        if self._kept is not None:
+            self._kept.append(bytes(data))
+            return
+        if self._scan is not None:
+            self._scan.feed(data)
+        end = self._offset + len(data)
+        for (start, stop), piece in zip(self._spans, self._pieces, strict=True):
+            low, high = max(start - _WIDEN, self._offset), min(stop + _WIDEN, end)
+            if low < high:
+                piece.extend(data[low - self._offset : high - self._offset])
+        self._offset = end
+
+    def end(self, digest: str) -> None:
+        """The read completed with bytes of ``digest``: they count when it is the registered one."""
+        scanner = self._scanner
+        if digest != scanner.artifacts[self._position].source_digest:
+            return
+        if self._kept is not None:
+            scanner.whole(self._position, b"".join(self._kept))
+            return
+        matches = self._scan.finish() if self._scan is not None else Matches(0)
+        secrets = [
+            (start, stop, bytes(piece), max(start - _WIDEN, 0), self._offset)
+            for (start, stop), piece in zip(self._spans, self._pieces, strict=True)
+        ]
+        scanner.scanned(self._position, matches, secrets)
+
+
+def _secret_value(piece: bytes, low: int, start: int, stop: int, size: int) -> tuple[str, int, int] | None:
+    """A secret's letters and numbers and its span widened to whole UTF-8
+    characters (a span cutting a character protects all of it), from
+    ``piece``, the artifact's bytes from offset ``low``; None for a span
+    outside the artifact (``size`` bytes) or holding no letter or number."""
+    if not 0 <= start < stop <= size:
+        return None
+    for _ in range(3):
+        if 0 < start < size and piece[start - low] & 0xC0 == 0x80:
+            start -= 1
+    for _ in range(3):
+        if stop < size and piece[stop - low] & 0xC0 == 0x80:
+            stop += 1
+    value = "".join(token_words(piece[start - low : stop - low].decode("utf-8", "surrogateescape")))
+    return (value, start, stop) if value else None
+
+
+class _Group:
+    __slots__ = ("count", "hits")
+
+    def __init__(self) -> None:
+        self.hits: list[DisclosureHit] = []
+        self.count = 0
+
+    def add(self, hit: DisclosureHit) -> None:
+        self.count += 1
+        self.hits.append(hit)
+        if len(self.hits) >= 4 * LISTED_FINDINGS:
+            self.hits.sort(key=lambda h: h.order)
+            del self.hits[LISTED_FINDINGS:]
+
+
+class DisclosureScanner:
+    """The disclosure scan of one shard's ``artifacts`` (in the order the
+    storage reads them: :meth:`reading` takes a position among them)."""
+
+    def __init__(self, context: ScanContext, artifacts: Sequence[ScannedArtifact]) -> None:
+        self.context = context
+        self.artifacts = artifacts
+        self._batch: list[tuple[int, bytes]] = []
+        self._batched = 0
+        self._groups: dict[tuple[str, str, tuple[int, ...]], _Group] = {}
+        self._classifications: dict[int, set[str]] = {}
+        self._denied: dict[int, set[tuple[str, str]]] = {}
+
+    def reading(self, position: int) -> _Sink:
+        """A sink for one read of the artifact at ``position``."""
+        return _Sink(self, position)
+
+    def whole(self, position: int, data: bytes) -> None:
+        """A small artifact's verified bytes: scanned with others."""
+        self._batch.append((position, data))
+        self._batched += len(data)
+        if self._batched >= BLOCK_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self._batch, self._batched = self._batch, [], 0
+        if not batch:
+            return
+        context = self.context
+        if context.scans_windows:
+            found = scan_batch(context.index, (data for _, data in batch))
+        else:
+            found = [Matches(0) for _ in batch]
+        for (position, data), matches in zip(batch, found, strict=True):
+            spans = context.secret_spans(self.artifacts[position].artifact_id)
+            self.scanned(position, matches, [(start, stop, data, 0, len(data)) for start, stop in spans])
+
+    def scanned(self, position: int, matches: Matches, secrets: Sequence[tuple[int, int, bytes, int, int]]) -> None:
+        """An artifact's verified scan: its matches, and each marked secret
+        span ``(start, end, piece, offset, size)``: the artifact's bytes
+        ``piece`` from ``offset`` on hold the span and the bytes around it,
+        the artifact has ``size`` bytes."""
+        artifact = self.artifacts[position]
+        context = self.context
+        if matches:
+            self._hold(artifact, matches.distinct)
+        restricted = context.restricted_for(artifact.artifact_id, artifact.classification)
+        if not restricted:
+            return
+        if matches:
+            self._runs(artifact.artifact_id, matches, restricted)
+        for start, stop, piece, offset, size in secrets:
+            found = _secret_value(piece, offset, start, stop, size)
+            if found is not None:
+                self._secret(artifact.artifact_id, *found, restricted)
+
+    def _hold(self, artifact: ScannedArtifact, windows: set[int]) -> None:
+        if self.context.denied_by_some_task(artifact.artifact_id):
+            held = (artifact.artifact_id, artifact.classification)
+            for window in windows:
+                self._denied.setdefault(window, set()).add(held)
+        else:
+            for window in windows:
+                self._classifications.setdefault(window, set()).add(artifact.classification)
+
+    def _tasks(self, answer: int, restricted: frozenset[int]) -> list[str]:
+        spec = self.context.spec
+        return [spec.tasks[t].task_id for t in spec.answer_tasks[answer] if t in restricted]
+
+    def _runs(self, artifact_id: str, matches: Matches, restricted: frozenset[int]) -> None:
+        context = self.context
+        index = context.index
+        for answer in context.answers_holding(matches.distinct):
+            task_ids = self._tasks(answer, restricted)
+            if not task_ids:
+                continue
+            runs = answer_runs(index, answer, matches)
+            if not runs:
+                continue
+            tokens = context.traced(answer)
+            windows = index.answer_windows(answer)
+            key = context.key(answer)
+            texts: dict[tuple[int, int], tuple[int, ...]] = {}
+            for i, length, start, end in runs:
+                text = texts.get((i, length))
+                if text is None:
+                    text = texts[(i, length)] = tuple(windows[i : i + length - index.n + 1].tolist())
+                hit = DisclosureHit(
+                    kind="overlap",
+                    artifact_id=artifact_id,
+                    answer_start=tokens[i][1],
+                    answer_end=tokens[i + length - 1][2],
+                    artifact_start=start,
+                    artifact_end=end,
+                    tokens=length,
+                )
+                for task_id in task_ids:
+                    self._groups.setdefault((task_id, key, text), _Group()).add(hit)
+
+    def _secret(self, artifact_id: str, value: str, start: int, stop: int, restricted: frozenset[int]) -> None:
+        context = self.context
+        for answer, at in context.secret_occurrences(value):
+            task_ids = self._tasks(answer, restricted)
+            if not task_ids:
+                continue
+            _, starts, ends = alnum_with_origins(context.spec.answers[answer])
+            hit = DisclosureHit(
+                kind="secret",
+                artifact_id=artifact_id,
+                answer_start=starts[at],
+                answer_end=ends[at + len(value) - 1],
+                artifact_start=start,
+                artifact_end=stop,
+                tokens=0,
+            )
+            key = context.key(answer)
+            for task_id in task_ids:
+                self._groups.setdefault((task_id, key, ()), _Group()).add(hit)
+
+    def partial(self) -> DisclosurePartial:
+        """The shard's partial result (every read ended: what is still
+        batched is scanned first)."""
+        self._flush()
+        groups = tuple(
+            FindingGroup(
+                task_id=task_id,
+                answer=answer,
+                windows=windows,
+                hits=tuple(sorted(group.hits, key=lambda h: h.order)[:LISTED_FINDINGS]),
+                count=group.count,
+            )
+            for (task_id, answer, windows), group in sorted(self._groups.items())
+        )
+        windows = sorted(set(self._classifications) | set(self._denied))
+        holders = tuple(
+            WindowHolders(
+                window=w,
+                classifications=tuple(sorted(self._classifications.get(w, ()))),
+                denied=tuple(sorted(self._denied.get(w, ()))),
+            )
+            for w in windows
+        )
+        return DisclosurePartial(groups=groups, holders=holders)
