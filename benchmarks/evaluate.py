@@ -38,8 +38,9 @@ from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import verify_shard
 from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, Task, query_digest, task_root
 from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, TaskFindings, findings_by_task
+from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import findings_of_tasks
-from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner, ScanContext
+from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner
 from eceb_worker.families.eceb.disclosure.spec import scan_spec
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import Report, encode_report

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from eceb_worker.corpus.registry import Registry
     from eceb_worker.corpus.storage import ByteSink, ReadObserver
     from eceb_worker.families.eceb.benchmark import Benchmark, Task
-    from eceb_worker.families.eceb.disclosure.scanner import ScanContext
+    from eceb_worker.families.eceb.disclosure.context import ScanContext
     from eceb_worker.families.eceb.disclosure.spec import ScanSpec
     from eceb_worker.families.eceb.run_index import IndexedRun
     from eceb_worker.io.objects import ObjectStore
@@ -226,7 +226,7 @@ class Workspace:
 
     def _scan_context(self, spec: ScanSpec) -> ScanContext:
         """The context of ``spec``, built once per spec in this process."""
-        from eceb_worker.families.eceb.disclosure.scanner import ScanContext
+        from eceb_worker.families.eceb.disclosure.context import ScanContext
 
         context = self._contexts.get(id(spec))
         if context is None or context.spec is not spec:

@@ -87,11 +87,15 @@ EXAMPLE_CORPORA = {
 }
 
 
-def _report(example: Path, workers: int, shard_observations: int, run: Path | None = None) -> bytes:
+def _report(
+    example: Path, workers: int, shard_observations: int, run: Path | None = None, shard_bytes: int = 64 << 20
+) -> bytes:
     inputs = check_inputs(example / "benchmark.json", run or example / "run.json")
     spec = StorageSpec(source=str(EXAMPLE_CORPORA[example]))
     executor = InProcessExecutor(workers)
-    report, _ = evaluate(inputs, spec, executor=executor, shard_observations=shard_observations)
+    report, _ = evaluate(
+        inputs, spec, executor=executor, shard_observations=shard_observations, shard_bytes=shard_bytes
+    )
     return encode_report(report)
 
 
@@ -113,6 +117,25 @@ def test_helpers_evaluate_like_one_process(
     monkeypatch.setattr(helpers.HelperProcess, "send", counting)
     assert _report(example, workers, shard_observations) == alone
     assert "DetachedEvaluation" in sent
+
+
+@pytest.mark.usefixtures("always_help")
+@pytest.mark.parametrize("example", sorted(EXAMPLE_CORPORA), ids=lambda p: p.name)
+def test_helpers_scan_for_disclosures_like_one_process(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-hash shards that scan for disclosures, detached to helper
+    processes (what they scan for lent once each), give the report's very bytes."""
+    alone = _report(example, 1, 10**9)
+    sent: list[tuple[str, bool]] = []
+    send = helpers.HelperProcess.send
+
+    def counting(self: helpers.HelperProcess, request: object) -> None:
+        sent.append((type(request).__name__, getattr(request, "spec", None) is not None))
+        send(self, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(helpers.HelperProcess, "send", counting)
+    assert _report(example, 3, 10**9, shard_bytes=4096) == alone
+    rehashes = [lent for kind, lent in sent if kind == "DetachedRehash"]
+    assert rehashes.count(True) == 2 and len(rehashes) > 2
 
 
 @pytest.mark.usefixtures("always_help")

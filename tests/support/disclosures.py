@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import blake3
 
 from eceb_worker.families.eceb.disclosure import AnswerFindings, DisclosureHit
+from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial, reduce_disclosures
-from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner, ScanContext
+from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner
 from eceb_worker.families.eceb.disclosure.spec import ScanSpec, TaskPolicy
 
 

@@ -14,8 +14,9 @@ from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import verify_shard
 from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, TaskFindings, findings_by_task
+from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import reduce_disclosures
-from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner, ScanContext
+from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner
 from eceb_worker.families.eceb.disclosure.spec import TaskPolicy, scan_spec
 from eceb_worker.families.eceb.planning import EvaluationShard, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report

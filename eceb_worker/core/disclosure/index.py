@@ -30,7 +30,7 @@ DEFAULT_MINIMUM_OVERLAP_TOKENS: Final = 8
 """N: the fewest consecutive normalised tokens an answer must share with a
 restricted artifact to disclose it (see docs/INTERPRETATIONS.md)."""
 
-_FILTER_BITS_PER_WINDOW: Final = 16
+_FILTER_BITS_PER_WINDOW: Final = 32
 """Bits of the membership filter per distinct window (about 1 in 16 lookups
 of an absent window passes it, then fails the sorted search)."""
 
@@ -38,6 +38,14 @@ _COMPARED_AT_ONCE: Final = 1 << 18
 """Windows whose token ids are compared in one step while ids are assigned."""
 
 Ints = npt.NDArray[np.int64]
+
+
+def _narrow(values: Ints) -> Ints:
+    """``values`` as 32-bit integers when they all fit (half the memory), else as they are."""
+    if not len(values) or (values.min() >= -(2**31) and values.max() < 2**31):
+        narrowed: Ints = values.astype(np.int32)
+        return narrowed
+    return values
 
 
 class AnswerIndex:
@@ -69,7 +77,7 @@ class AnswerIndex:
         np.cumsum(counts, out=self.first_token[1:])
         self._buffer = padded(b"\0".join(b"\0".join(t.encode() for t in ws) for ws in words if ws))
         starts, ends = token_bounds(self._buffer)
-        self._starts, self._ends = starts, ends
+        self._starts, self._ends = _narrow(starts), _narrow(ends)
         total = len(starts)
         owner = np.repeat(np.arange(len(words), dtype=np.int64), counts)
         hashes = window_hashes(token_hashes(self._buffer, starts, ends), n)
@@ -107,9 +115,10 @@ class AnswerIndex:
             new = self._split_collisions(order, new, ids)
         window_ids = np.cumsum(new) - 1
         self.window_of[order] = window_ids
+        self.window_of = _narrow(self.window_of)
         firsts = np.flatnonzero(new)
         self._hashes = sorted_hashes[firsts]
-        self._first = order[firsts]
+        self._first = _narrow(order[firsts])
         self.windows = len(firsts)
 
     def _split_collisions(self, order: Ints, new: npt.NDArray[np.bool_], ids: Ints) -> npt.NDArray[np.bool_]:

@@ -10,18 +10,22 @@ resumes after it (docs/INTERPRETATIONS.md, "Disclosure").
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from eceb_worker.core.disclosure.index import AnswerIndex
 from eceb_worker.core.disclosure.scan import Matches
 
-__all__ = ["Run", "answer_runs"]
+__all__ = ["Run", "answer_runs", "match_shape"]
 
 Run = tuple[int, int, int, int]
 """One run: its first token in the answer, its length in tokens, and the
-artifact bytes ``[start, end)`` it spans."""
+numbers of the artifact's matches (:class:`~.scan.Matches`) of its first and
+last windows (the artifact bytes it spans run from the first's start to the
+last's end)."""
 
 _FIRST_STEP: Final = 64
 """Windows compared at once when a run is extended (then twice as many each time)."""
@@ -33,8 +37,6 @@ class _Artifact:
     def __init__(self, matches: Matches) -> None:
         self.positions = np.array(matches.positions, dtype=np.int64)
         self.windows = np.array(matches.windows, dtype=np.int64)
-        self.starts = matches.starts
-        self.ends = matches.ends
         self.ids, self.first = np.unique(self.windows, return_index=True)
 
     def extension(self, answer: np.ndarray, i: int, at: int) -> int:
@@ -74,18 +76,35 @@ def answer_runs(index: AnswerIndex, answer: int, matches: Matches) -> list[Run]:
     firsts = artifact.first[place[candidates]].tolist()
     n = index.n
     runs: list[Run] = []
-    known: dict[tuple[int, bytes], int] = {}
+    known: dict[int, list[tuple[int, bytes]]] = {}  # first place -> (extension, the windows that decided it)
     c = 0
     while c < len(candidates):
         i, at = candidates[c], firsts[c]
-        tail = windows[i : i + _FIRST_STEP]
-        key = (at, tail.tobytes())
-        matched = known.get(key)
+        matched = _known(known.get(at, ()), windows, i)
         if matched is None:
             matched = artifact.extension(windows, i, at)
-            if matched < len(tail):
-                known[key] = matched
+            known.setdefault(at, []).append((matched, windows[i : i + matched + 1].tobytes()))
         tokens = matched + n - 1
-        runs.append((i, tokens, artifact.starts[at], artifact.ends[at + matched - 1]))
+        runs.append((i, tokens, at, at + matched - 1))
         c = bisect.bisect_left(candidates, i + tokens, c + 1)
     return runs
+
+
+def _known(found: Sequence[tuple[int, bytes]], windows: npt.NDArray[np.int64], i: int) -> int | None:
+    """The extension of a run from answer token ``i`` already found from the
+    same first place, when the windows that decided it are those from ``i``
+    (a repeated passage: the same run again)."""
+    for matched, decided in found:
+        if windows[i : i + matched + 1].tobytes() == decided:
+            return matched
+    return None
+
+
+def match_shape(matches: Matches) -> bytes:
+    """What the runs of any answer in an artifact depend on: its matched
+    windows and their places relative to the first (two artifacts holding
+    the same passage once have the same shape, whatever else they hold and
+    wherever the passage is)."""
+    positions = np.array(matches.positions, dtype=np.int64)
+    shape: bytes = (positions - positions[0]).tobytes() + np.array(matches.windows, dtype=np.int64).tobytes()
+    return shape

@@ -217,21 +217,23 @@ class ArtifactScan:
         """The next bytes of the artifact (copied as needed: the caller may reuse its buffer)."""
         if not self._active:
             return
-        self._pending = self._pending + bytes(data) if self._pending else bytes(data)
-        while len(self._pending) >= BLOCK_BYTES:
-            folded = self._pending[:BLOCK_BYTES].translate(ASCII_FOLD)
+        pending = self._pending + bytes(data) if self._pending else bytes(data)
+        at = 0
+        while len(pending) - at >= BLOCK_BYTES:
+            folded = pending[at : at + BLOCK_BYTES].translate(ASCII_FOLD)
             cut = folded.rfind(b"\0")
             if cut <= 0:
-                if len(self._pending) < LONGEST_BLOCK_BYTES:
-                    return
-                folded = self._pending[:LONGEST_BLOCK_BYTES].translate(ASCII_FOLD)
+                if len(pending) - at < LONGEST_BLOCK_BYTES:
+                    break
+                folded = pending[at : at + LONGEST_BLOCK_BYTES].translate(ASCII_FOLD)
                 cut = folded.rfind(b"\0")
             if cut <= 0:
-                cut = _forced_cut(self._pending[:LONGEST_BLOCK_BYTES])
-                self._block(self._pending[:cut], None)
+                cut = _forced_cut(pending[at : at + LONGEST_BLOCK_BYTES])
+                self._block(pending[at : at + cut], None)
             else:
-                self._block(self._pending[:cut], folded[:cut])
-            self._pending = self._pending[cut:]
+                self._block(pending[at : at + cut], folded[:cut])
+            at += cut
+        self._pending = pending[at:] if at else pending
 
     def finish(self) -> Matches:
         """Scan what is left and return the matches."""
@@ -244,13 +246,13 @@ class ArtifactScan:
         block, hashes = _tokenize(raw, self._base, folded)
         self._base += len(raw)
         n = self.index.n
-        carried = len(self._carry)
+        carry = self._carry
+        carried = len(carry)
         every = np.concatenate((self._carry_hashes, hashes)) if carried else hashes
         first_position = self._tokens - carried
-        origin = [*self._carry, *((block, i) for i in range(len(hashes)))] if carried else None
 
         def token(k: int) -> tuple[_Block, int]:
-            return origin[k] if origin is not None else (block, k)
+            return carry[k] if k < carried else (block, k - carried)
 
         found, firsts = self.index.candidates(window_hashes(every, n))
         for k, first in zip(found.tolist(), firsts.tolist(), strict=True):

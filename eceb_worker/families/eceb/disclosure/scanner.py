@@ -2,9 +2,9 @@
 bytes the re-hash reads are streamed past the answer index as they are
 read, once; nothing restricted is read twice.
 
-:class:`ScanContext` is what a process holds of a job's scan (the answer
-index, the tasks' policies, the secrets), built once per job from its
-:class:`~.spec.ScanSpec`. :class:`DisclosureScanner` watches one shard's
+:class:`~.context.ScanContext` is what a process holds of a job's scan
+(the answer index, the tasks' policies, the secrets), built once per job
+from its :class:`~.spec.ScanSpec`. :class:`DisclosureScanner` watches one shard's
 reads (a :class:`~eceb_worker.corpus.storage.ReadObserver`): each read of
 an artifact is scanned as it streams (an artifact smaller than
 :data:`SMALL_ARTIFACT_BYTES` is kept whole and scanned with others); a read
@@ -16,29 +16,23 @@ ids, offsets and counts.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
-from eceb_worker.core.disclosure.index import AnswerIndex
-from eceb_worker.core.disclosure.runs import answer_runs
+from eceb_worker.core.disclosure.runs import Run, answer_runs, match_shape
 from eceb_worker.core.disclosure.scan import BLOCK_BYTES, ArtifactScan, Matches, scan_batch
-from eceb_worker.core.disclosure.text import Token, alnum_with_origins, token_words, tokenize
-from eceb_worker.corpus.artifacts import CLASSIFICATIONS
-from eceb_worker.families.eceb.disclosure.check import LISTED_FINDINGS, DisclosureHit, answer_key
+from eceb_worker.core.disclosure.text import Token, alnum_with_origins, token_words
+from eceb_worker.families.eceb.disclosure.check import LISTED_FINDINGS, DisclosureHit
+from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial, FindingGroup, WindowHolders
-from eceb_worker.families.eceb.disclosure.spec import ScanSpec
 
-__all__ = ["SMALL_ARTIFACT_BYTES", "DisclosureScanner", "ScanContext", "ScannedArtifact"]
+__all__ = ["SMALL_ARTIFACT_BYTES", "DisclosureScanner", "ScannedArtifact"]
 
 SMALL_ARTIFACT_BYTES: Final = 64 * 1024
 """An artifact registered smaller than this is scanned with others, whole."""
 
-_TRACED_KEPT: Final = 4096
-"""Answers whose traced tokens a context keeps at once."""
+_SHAPES_KEPT: Final = 1024
+"""Answers' runs in an artifact shape a shard keeps for the next artifact of that shape."""
 
 _WIDEN: Final = 3
 """Bytes before and after a secret span kept to widen it to whole characters."""
@@ -66,99 +60,6 @@ class ScannedArtifact(Protocol):
     def size_bytes(self) -> int:
         """Its registered size."""
         ...
-
-
-class ScanContext:
-    """A job's disclosure scan as one process holds it.
-
-    Attributes:
-        spec: what it scans for.
-        index: the answers' windows.
-    """
-
-    def __init__(self, spec: ScanSpec) -> None:
-        self.spec = spec
-        self.index = AnswerIndex(spec.answers, spec.n)
-        tasks = spec.tasks
-        self._not_allowing = {c: tuple(i for i, t in enumerate(tasks) if c not in t.allowed) for c in CLASSIFICATIONS}
-        self._denying: dict[str, list[int]] = {}
-        for i, task in enumerate(tasks):
-            for artifact_id in task.denied:
-                self._denying.setdefault(artifact_id, []).append(i)
-        self._secrets: dict[str, list[tuple[int, int]]] = {}
-        for artifact_id, start, end in spec.secrets:
-            self._secrets.setdefault(artifact_id, []).append((start, end))
-        self._keys: dict[int, str] = {}
-        self._traced: dict[int, list[Token]] = {}
-        self._window_answers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
-        self._letters: tuple[str, list[int]] | None = None
-
-    @property
-    def scans_windows(self) -> bool:
-        """Some answer holds a window of N tokens."""
-        return self.index.windows > 0
-
-    def secret_spans(self, artifact_id: str) -> list[tuple[int, int]]:
-        """The marked secret spans of ``artifact_id``."""
-        return self._secrets.get(artifact_id, [])
-
-    def denied_by_some_task(self, artifact_id: str) -> bool:
-        """Some task checked denies ``artifact_id``."""
-        return artifact_id in self._denying
-
-    def restricted_for(self, artifact_id: str, classification: str) -> frozenset[int]:
-        """The tasks (positions in the spec) that may not see the artifact."""
-        return frozenset((*self._not_allowing.get(classification, ()), *self._denying.get(artifact_id, ())))
-
-    def answers_holding(self, windows: Iterable[int]) -> list[int]:
-        """The answers (numbers) holding any of ``windows``, in order."""
-        if self._window_answers is None:
-            index = self.index
-            at = np.flatnonzero(index.window_of >= 0)
-            ids = index.window_of[at]
-            owners = np.searchsorted(index.first_token, at, side="right") - 1
-            order = np.argsort(ids, kind="stable")
-            offsets = np.searchsorted(ids[order], np.arange(index.windows + 1))
-            self._window_answers = (offsets, owners[order])
-        offsets, owners = self._window_answers
-        found = [owners[offsets[w] : offsets[w + 1]] for w in windows]
-        return np.unique(np.concatenate(found)).tolist() if found else []
-
-    def key(self, answer: int) -> str:
-        """The key naming answer number ``answer`` (:func:`~.check.answer_key`)."""
-        key = self._keys.get(answer)
-        if key is None:
-            key = self._keys[answer] = answer_key(self.spec.answers[answer])
-        return key
-
-    def traced(self, answer: int) -> list[Token]:
-        """The tokens of answer number ``answer``, traced to its characters."""
-        tokens = self._traced.get(answer)
-        if tokens is None:
-            if len(self._traced) >= _TRACED_KEPT:
-                self._traced.clear()
-            tokens = self._traced[answer] = tokenize(self.spec.answers[answer])
-        return tokens
-
-    def secret_occurrences(self, value: str) -> list[tuple[int, int]]:
-        """Every occurrence of a secret's letters and numbers ``value`` in the
-        answers' letters and numbers: ``(answer, first letter)``."""
-        if self._letters is None:
-            letters = ["".join(token_words(a)) for a in self.spec.answers]
-            starts = []
-            at = 0
-            for text in letters:
-                starts.append(at)
-                at += len(text) + 1
-            self._letters = ("\0".join(letters), starts)
-        joined, starts = self._letters
-        found = []
-        at = joined.find(value)
-        while at >= 0:
-            answer = bisect.bisect_right(starts, at) - 1
-            found.append((answer, at - starts[answer]))
-            at = joined.find(value, at + 1)
-        return found
 
 
 class _Sink:
@@ -225,11 +126,15 @@ def _secret_value(piece: bytes, low: int, start: int, stop: int, size: int) -> t
 
 
 class _Group:
-    __slots__ = ("count", "hits")
+    """One finding group as a shard gathers it: its first findings (kept
+    sorted once there are enough) and its count."""
+
+    __slots__ = ("count", "hits", "last")
 
     def __init__(self) -> None:
         self.hits: list[DisclosureHit] = []
         self.count = 0
+        self.last: int | None = None  # the answer offset of the last listed finding, once trimmed
 
     def add(self, hit: DisclosureHit) -> None:
         self.count += 1
@@ -237,6 +142,23 @@ class _Group:
         if len(self.hits) >= 4 * LISTED_FINDINGS:
             self.hits.sort(key=lambda h: h.order)
             del self.hits[LISTED_FINDINGS:]
+            self.last = self.hits[-1].answer_start
+
+    def take(self, runs: Sequence[Run], hit: Callable[[Run], DisclosureHit], tokens: Sequence[Token]) -> None:
+        """Count ``runs`` (one artifact's, in answer order), listing those
+        that may be among the group's first."""
+        added = 0
+        for run in runs[:LISTED_FINDINGS]:
+            if self.count >= LISTED_FINDINGS and self.listed_before(tokens[run[0]][1]):
+                break  # this run and every later one start after all the group lists
+            self.add(hit(run))
+            added += 1
+        self.count += len(runs) - added
+
+    def listed_before(self, answer_start: int) -> bool:
+        """Every finding it lists starts before ``answer_start`` (a finding
+        starting there cannot be among its first)."""
+        return self.last is not None and self.last < answer_start
 
 
 class DisclosureScanner:
@@ -249,6 +171,7 @@ class DisclosureScanner:
         self._batch: list[tuple[int, bytes]] = []
         self._batched = 0
         self._groups: dict[tuple[str, str, tuple[int, ...]], _Group] = {}
+        self._shapes: dict[tuple[int, bytes], list[tuple[tuple[int, ...], list[Run]]]] = {}
         self._classifications: dict[int, set[str]] = {}
         self._denied: dict[int, set[tuple[str, str]]] = {}
 
@@ -310,33 +233,56 @@ class DisclosureScanner:
 
     def _runs(self, artifact_id: str, matches: Matches, restricted: frozenset[int]) -> None:
         context = self.context
-        index = context.index
+        shape: bytes | None = None
         for answer in context.answers_holding(matches.distinct):
             task_ids = self._tasks(answer, restricted)
             if not task_ids:
                 continue
-            runs = answer_runs(index, answer, matches)
-            if not runs:
+            if shape is None:
+                shape = match_shape(matches)
+            texts = self._texts(answer, matches, shape)
+            if not texts:
                 continue
             tokens = context.traced(answer)
-            windows = index.answer_windows(answer)
             key = context.key(answer)
-            texts: dict[tuple[int, int], tuple[int, ...]] = {}
-            for i, length, start, end in runs:
-                text = texts.get((i, length))
-                if text is None:
-                    text = texts[(i, length)] = tuple(windows[i : i + length - index.n + 1].tolist())
-                hit = DisclosureHit(
+
+            def hit(run: Run, tokens: list[Token] = tokens) -> DisclosureHit:
+                i, length, first, last = run
+                return DisclosureHit(
                     kind="overlap",
                     artifact_id=artifact_id,
                     answer_start=tokens[i][1],
                     answer_end=tokens[i + length - 1][2],
-                    artifact_start=start,
-                    artifact_end=end,
+                    artifact_start=matches.starts[first],
+                    artifact_end=matches.ends[last],
                     tokens=length,
                 )
+
+            for text, runs in texts:
                 for task_id in task_ids:
-                    self._groups.setdefault((task_id, key, text), _Group()).add(hit)
+                    self._groups.setdefault((task_id, key, text), _Group()).take(runs, hit, tokens)
+
+    def _texts(self, answer: int, matches: Matches, shape: bytes) -> list[tuple[tuple[int, ...], list[Run]]]:
+        """The runs of ``answer`` in an artifact of matches ``matches`` (and
+        ``shape``), grouped by their text (their windows), in answer order:
+        found once per answer and shape in a shard (boilerplate that many
+        artifacts hold is run once)."""
+        found = self._shapes.get((answer, shape))
+        if found is None:
+            index = self.context.index
+            windows = index.answer_windows(answer)
+            by_text: dict[bytes, tuple[tuple[int, ...], list[Run]]] = {}
+            for run in answer_runs(index, answer, matches):
+                of_run = windows[run[0] : run[0] + run[1] - index.n + 1]
+                entry = by_text.get(content := of_run.tobytes())
+                if entry is None:
+                    entry = by_text[content] = (tuple(of_run.tolist()), [])
+                entry[1].append(run)
+            found = list(by_text.values())
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+            self._shapes[(answer, shape)] = found
+        return found
 
     def _secret(self, artifact_id: str, value: str, start: int, stop: int, restricted: frozenset[int]) -> None:
         context = self.context
