@@ -68,6 +68,17 @@ helper's peak includes at least the evaluating process's size when it
 started the helper. Wall time is taken around the whole command,
 interpreter start-up included.
 
+After the two commands of each round, the parallel ceiling: the check's
+scan (``ArtifactScan``, as in 4. below) of the corpus's first 16 artifacts
+(64 MiB) by one fresh process pinned to the first CPU, then by one per CPU
+at once (each after an untimed pass; the slowest counts), best of the
+rounds: ``cpus x alone / together`` is how many cores' worth of this work
+the machine gives at the time (on a shared virtual machine it can be well
+under its CPU count, and it changes from minute to minute), the most any
+split of the scan over processes can gain. The scan rate per
+core-equivalent of it is printed beside the target, and the ceiling beside
+the cluster's speedup.
+
 3. The answer index: ``AnswerIndex`` (``eceb_worker.core.disclosure.index``)
    built in this process from the run's distinct answers with N = 8, its
    ``nbytes``, the answers' tokens and bytes per answer token (target at
@@ -83,13 +94,6 @@ interpreter start-up included.
    the same chunks against the run's index: blocks cut at separators,
    tokenized, windows hashed and looked up, candidates confirmed), which must
    find the planted quote. MB/s are 10^6 bytes per second.
-   Then the parallel ceiling: that scan of the same 16 artifacts (64 MiB)
-   by one fresh process pinned to the first CPU, then by one per CPU at
-   once (alternating, best of ``--rounds``, each after an untimed pass):
-   ``cpus x alone / together`` is how many cores' worth of this work the
-   machine gives right now (on a shared virtual machine it can be well
-   under the CPU count), the most any split of the scan can gain; the
-   scan rate per core-equivalent of it is printed beside the target.
 
 5. Derived: the time the check adds (on minus off, best of each), the scan
    rate (restricted bytes / added time) and per core (divided by
@@ -111,8 +115,8 @@ interpreter start-up included.
    reads its benchmark and run from object storage and writes the report
    there, so the benchmark, registry and run are put in a bucket; the corpus
    stays the local directory (by its absolute path: the workers run on this
-   machine). ``--shard-bytes`` is chosen so that the re-hash (which carries
-   the scan) is cut into 16 shards (at least 8). First one untimed job
+   machine). ``--shard-bytes`` is the default (256 MiB of work a shard, each
+   byte scanned counting 16: 16 MiB of the corpus a shard). First one untimed job
    through the command line (``eceb-dist submit``, ``eceb-dist wait``, which
    must exit 1, and ``eceb-dist result -o``): its report must be byte for
    byte ``report-on.json``. Then ``--rounds`` rounds of one job on 1 worker
@@ -124,9 +128,9 @@ interpreter start-up included.
    ``report-on.json``. Target: 2 workers at least 1.8x the speed of 1.
 
 Prints a table, one row per size (restricted bytes, off and on times, the
-time added, the scan's MB/s per core, the ratio, the peaks off and on,
-index bytes per answer token), the floors, the cluster's figures and each
-target, met or not. Exits 0 whether or not the targets are met, non-zero
+time added, the scan's MB/s per core, the ratio, the peaks off and on and
+the helpers', index bytes per answer token), the floors, the ceilings, the
+cluster's figures and each target, met or not. Exits 0 whether or not the targets are met, non-zero
 on an error (a report not as expected, a command or job that fails).
 """
 
@@ -179,7 +183,6 @@ CHUNK_BYTES = 2 * MIB
 """The reads of the floors: 2 MiB at a time."""
 POLL_S = 0.002
 JOB_TIMEOUT_S = 3600
-CLUSTER_SHARDS = 16
 """Re-hash shards the cluster's jobs are cut into (at least 8)."""
 
 TARGET_MB_PER_CORE = 100.0
@@ -324,7 +327,7 @@ def artifact_bytes(table: Table, seed: int, index: int) -> bytes:
     separator_of = np.repeat(np.arange(len(SEPARATORS), dtype=np.int32), SEPARATOR_PERCENT)
     parts: list[Any] = []
     total = 0
-    while total < ARTIFACT_BYTES:  # about 6.6 bytes a token: one draw nearly always suffices
+    while total < ARTIFACT_BYTES:  # about 7 bytes a token: one draw nearly always suffices
         count = ARTIFACT_BYTES // 6
         words = rng.integers(0, VOCABULARY, count, dtype=np.int32)
         capitals = (rng.integers(0, 100, count, dtype=np.uint8) < CAPITALISED_PERCENT).astype(np.int32)
@@ -645,6 +648,81 @@ def check_report(data: bytes, planted: dict[str, Any], *, check: bool) -> None:
         raise RuntimeError(f"without the check, tasks fail: {failing}; disclosure assertions {found}")
 
 
+CEILING_FILES = 16
+"""Artifacts (64 MiB) each process of the parallel ceiling scans."""
+
+
+def scan_child(params: dict[str, Any]) -> None:
+    """Scan the first ``files`` artifacts against the run's index, pinned to
+    ``cpu``, after a warm-up; prints the seconds of the timed pass (imports
+    and index left out)."""
+    from eceb_worker.core.disclosure.index import AnswerIndex
+    from eceb_worker.core.disclosure.scan import ArtifactScan
+
+    os.sched_setaffinity(0, {params["cpu"]})
+    inputs = Inputs(params["size"], params["seed"], Path(params["root"]))
+    index = AnswerIndex(run_answers(inputs), N)
+    paths = [inputs.corpus / inputs.path_of(i) for i in range(params["files"])]
+
+    def scan() -> None:
+        for path in paths:
+            scanner = ArtifactScan(index)
+            with path.open("rb", buffering=0) as handle:
+                while chunk := handle.read(CHUNK_BYTES):
+                    scanner.feed(chunk)
+            scanner.finish()
+
+    scan()
+    started = time.perf_counter()
+    scan()
+    print(json.dumps({"seconds": time.perf_counter() - started}))
+
+
+@dataclass
+class Ceiling:
+    """The scan of the same files by one process alone and by one process
+    per CPU at once, the best seconds of each over the rounds."""
+
+    cpus: list[int]
+    total_bytes: int
+    alone: float = float("inf")
+    together: float = float("inf")
+
+    @property
+    def ratio(self) -> float:
+        """What ``len(cpus)`` processes get done against one: the ceiling of any split of the work."""
+        return len(self.cpus) * self.alone / self.together
+
+
+def ceiling_round(inputs: Inputs) -> tuple[float, float]:
+    """One measure of the parallel ceiling: the check's scan of the same
+    ``CEILING_FILES`` artifacts by one process pinned to the first CPU, then
+    by one process pinned to each CPU at once; the seconds of each (of the
+    slowest, at once)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    files = min(CEILING_FILES, inputs.artifacts)
+
+    def run(on: list[int]) -> float:
+        params = {"root": str(inputs.root), "size": inputs.size, "seed": inputs.seed, "files": files}
+        processes = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--scan-child", json.dumps({**params, "cpu": cpu})],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for cpu in on
+        ]
+        found = []
+        for process in processes:
+            stdout, _ = process.communicate()
+            if process.returncode != 0:
+                raise RuntimeError(f"the scan child exited {process.returncode}")
+            found.append(json.loads(stdout)["seconds"])
+        return max(found)
+
+    return run(cpus[:1]), run(cpus)
+
+
 @dataclass
 class SizeResult:
     size: int
@@ -654,6 +732,7 @@ class SizeResult:
     answer_tokens: int = 0
     answers: int = 0
     disclosure_message: str = ""
+    ceiling: Ceiling | None = None
 
     def best(self, which: str) -> float:
         return min(c.seconds for c in getattr(self, which))
@@ -671,7 +750,9 @@ class SizeResult:
 def measure_size(inputs: Inputs, rounds: int) -> SizeResult:
     from eceb_worker.core.disclosure.index import AnswerIndex
 
-    result = SizeResult(inputs.size)
+    cpus = sorted(os.sched_getaffinity(0))
+    ceiling = Ceiling(cpus, min(CEILING_FILES, inputs.artifacts) * ARTIFACT_BYTES)
+    result = SizeResult(inputs.size, ceiling=ceiling)
     planted = inputs.planted()
     first: dict[bool, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="rusage-", dir=inputs.root) as scratch:
@@ -690,6 +771,13 @@ def measure_size(inputs: Inputs, rounds: int) -> SizeResult:
                 check_report(data, planted, check=check)
                 if first.setdefault(check, data) != data:
                     raise RuntimeError(f"the report with the check {'on' if check else 'off'} changed between rounds")
+            alone, together = ceiling_round(inputs)
+            result.ceiling.alone = min(result.ceiling.alone, alone)
+            result.ceiling.together = min(result.ceiling.together, together)
+            log(
+                f"[{label(inputs.size)}] round {number}/{rounds}: the scan of {CEILING_FILES} artifacts in one "
+                f"process {alone:.2f} s, in one per CPU at once {together:.2f} s"
+            )
     report = json.loads((inputs.root / "report-on.json").read_bytes())
     result.disclosure_message = next(
         a["message"] for t in report["tasks"] for a in t["failed_assertions"] if a["gate"] == "disclosure"
@@ -795,91 +883,6 @@ def floors(inputs: Inputs, rounds: int) -> Floors:
     return Floors(len(paths), total, best, str(cpu), matches)
 
 
-CEILING_FILES = 16
-"""Artifacts (64 MiB) each process of the parallel ceiling scans."""
-
-
-def scan_child(params: dict[str, Any]) -> None:
-    """Scan the first ``files`` artifacts against the run's index, pinned to
-    ``cpu``, after a warm-up; prints the seconds of the timed pass (imports
-    and index left out)."""
-    from eceb_worker.core.disclosure.index import AnswerIndex
-    from eceb_worker.core.disclosure.scan import ArtifactScan
-
-    os.sched_setaffinity(0, {params["cpu"]})
-    inputs = Inputs(params["size"], params["seed"], Path(params["root"]))
-    index = AnswerIndex(run_answers(inputs), N)
-    paths = [inputs.corpus / inputs.path_of(i) for i in range(params["files"])]
-
-    def scan() -> None:
-        for path in paths:
-            scanner = ArtifactScan(index)
-            with path.open("rb", buffering=0) as handle:
-                while chunk := handle.read(CHUNK_BYTES):
-                    scanner.feed(chunk)
-            scanner.finish()
-
-    scan()
-    started = time.perf_counter()
-    scan()
-    print(json.dumps({"seconds": time.perf_counter() - started}))
-
-
-@dataclass
-class Ceiling:
-    """The scan of the same files by one process alone and by one process per CPU at once."""
-
-    cpus: list[int]
-    total_bytes: int
-    alone: float
-    together: float
-
-    @property
-    def ratio(self) -> float:
-        """What ``len(cpus)`` processes get done against one: the ceiling of any split of the work."""
-        return len(self.cpus) * self.alone / self.together
-
-
-def ceiling(inputs: Inputs, rounds: int) -> Ceiling:
-    """The check's scan of the same ``CEILING_FILES`` artifacts by one process
-    pinned to the first CPU, then by one process pinned to each CPU at once
-    (alternating, best of ``rounds``): how much the machine's CPUs give
-    together right now (a shared machine may give less than one core each)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    files = min(CEILING_FILES, inputs.artifacts)
-
-    def run(on: list[int]) -> float:
-        processes = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    __file__,
-                    "--scan-child",
-                    json.dumps(
-                        {"root": str(inputs.root), "size": inputs.size, "seed": inputs.seed, "files": files, "cpu": cpu}
-                    ),
-                ],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            for cpu in on
-        ]
-        found = []
-        for process in processes:
-            stdout, _ = process.communicate()
-            if process.returncode != 0:
-                raise RuntimeError(f"the scan child exited {process.returncode}")
-            found.append(json.loads(stdout)["seconds"])
-        return max(found)
-
-    alone = together = float("inf")
-    for number in range(1, rounds + 1):
-        alone = min(alone, run(cpus[:1]))
-        together = min(together, run(cpus))
-        log(f"[ceiling] round {number}/{rounds}: one process {alone:.2f} s, {len(cpus)} at once {together:.2f} s")
-    return Ceiling(cpus, files * ARTIFACT_BYTES, alone, together)
-
-
 # --------------------------------------------------------------------------- cluster
 
 
@@ -893,16 +896,17 @@ class ClusterResult:
 
 
 def cluster_shard_bytes(inputs: Inputs) -> tuple[int, int]:
-    """A ``--shard-bytes`` that cuts the re-hash into ``CLUSTER_SHARDS`` shards, and the count it gives."""
-    from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, plan_rehash
+    """The ``--shard-bytes`` of ``eceb-dist submit`` (its default), and how
+    many re-hash shards it cuts the corpus into with the check on (each byte
+    scanned counting ``SCAN_COST`` bytes hashed)."""
+    from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES, plan_rehash
+    from eceb_worker.pipeline.jobs import SCAN_COST
 
     sizes = [ARTIFACT_BYTES] * inputs.artifacts
-    per_file = ARTIFACT_BYTES + DEFAULT_FILE_COST_BYTES
-    shard_bytes = per_file * max(1, inputs.artifacts // CLUSTER_SHARDS)
-    shards = len(plan_rehash(sizes, shard_bytes=shard_bytes))
+    shards = len(plan_rehash(sizes, shard_bytes=DEFAULT_TASK_BYTES // SCAN_COST))
     if shards < 8:
-        raise RuntimeError(f"{human(inputs.size)} cannot be cut into 8 re-hash shards of whole artifacts")
-    return shard_bytes, shards
+        raise RuntimeError(f"{human(inputs.size)} is cut into fewer than 8 re-hash shards")
+    return DEFAULT_TASK_BYTES, shards
 
 
 def dist(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -1045,8 +1049,9 @@ def cluster(inputs: Inputs, rounds: int, *, pin: bool) -> ClusterResult:
 def inprocess_shards(size: int) -> int:
     """The re-hash shards ``eceb evaluate`` plans over a corpus of ``size`` (its default shard size)."""
     from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES, plan_rehash
+    from eceb_worker.pipeline.jobs import SCAN_COST
 
-    return len(plan_rehash([ARTIFACT_BYTES] * (size // ARTIFACT_BYTES), shard_bytes=DEFAULT_SHARD_BYTES))
+    return len(plan_rehash([ARTIFACT_BYTES] * (size // ARTIFACT_BYTES), shard_bytes=DEFAULT_SHARD_BYTES // SCAN_COST))
 
 
 def verdict(met: bool) -> str:
@@ -1056,7 +1061,6 @@ def verdict(met: bool) -> str:
 def report(
     results: list[SizeResult],
     floor: Floors | None,
-    parallel: Ceiling | None,
     floor_size: int,
     clustered: ClusterResult | None,
     cluster_size: int,
@@ -1105,7 +1109,7 @@ def report(
         f" ({'a helper process' if r.helpers_kib('on') else 'no helper process'} with the check on)"
         for r in results
     )
-    print(f"re-hash shards in one process (64 MiB-equivalent each, the default): {plans}")
+    print(f"re-hash shards in one process (the default: 64 MiB of work, 4 MiB scanned, each): {plans}")
     peaks = "; ".join(
         f"{human(r.size)} off {r.tree_kib('off') / KIB:.0f} MiB, on {r.tree_kib('on') / KIB:.0f} MiB" for r in results
     )
@@ -1127,18 +1131,20 @@ def report(
             seconds = floor.seconds[name]
             print(f"  {text:<76} {seconds:7.2f} s {floor.total_bytes / seconds / MB:8.1f} MB/s")
         print(f"  (the scan found the planted quote: {floor.matches} windows of {N} tokens, in its artifact only)")
-    if parallel is not None:
-        print()
-        print(
-            f"parallel ceiling: the check's scan of {parallel.total_bytes // ARTIFACT_BYTES} artifacts "
-            f"({human(parallel.total_bytes)}) in one process pinned to CPU {parallel.cpus[0]}: "
-            f"{parallel.alone:.2f} s; in {len(parallel.cpus)} processes at once, one per CPU "
-            f"({', '.join(map(str, parallel.cpus))}): {parallel.together:.2f} s (the slowest), best of {args.rounds}"
-        )
-        print(
-            f"  the CPUs together do {parallel.ratio:.2f} times one process's work ({len(parallel.cpus)}.00 would be "
-            f"{len(parallel.cpus)} full cores): the most any split of the scan can gain on this machine now"
-        )
+    print()
+    cpus = results[0].ceiling.cpus if results[0].ceiling else []
+    print(
+        f"parallel ceiling: the check's scan of the first {CEILING_FILES} artifacts (64 MiB) of each corpus by one "
+        f"process pinned to CPU {cpus[0]}, then by one per CPU ({', '.join(map(str, cpus))}) at once, the slowest; "
+        "measured in each round, best of the rounds"
+    )
+    for r in results:
+        if r.ceiling is not None:
+            print(
+                f"  {human(r.size):>7}: {r.ceiling.alone:.2f} s alone, {r.ceiling.together:.2f} s at once: the CPUs "
+                f"do {r.ceiling.ratio:.2f} times one process's work ({len(cpus)}.00 would be {len(cpus)} full cores)"
+            )
+    print("  (the most any split of the scan over processes can gain on this machine at the time)")
     if clustered is not None:
         print()
         best1, best2 = min(clustered.seconds[1]), min(clustered.seconds[2])
@@ -1165,8 +1171,8 @@ def report(
             f"  {human(r.size):>7}: check adds {added:.2f} s <= {allowed:.2f} s (>= {TARGET_MB_PER_CORE:.0f} MB/s per "
             f"core; {per_core:.1f}): {verdict(added <= allowed)}"
             + (
-                f"   (per core-equivalent of the ceiling measured, {r.size / added / MB / parallel.ratio:.1f} MB/s)"
-                if parallel is not None and added > 0
+                f"   (per core-equivalent of the ceiling measured, {r.size / added / MB / r.ceiling.ratio:.1f} MB/s)"
+                if r.ceiling is not None and added > 0
                 else ""
             )
         )
@@ -1209,9 +1215,10 @@ def report(
     )
     if clustered is not None:
         speedup = min(clustered.seconds[1]) / min(clustered.seconds[2])
+        ceiling_of = next(r.ceiling for r in results if r.size == cluster_size)
         print(
             f"  cluster, 2 workers over 1: {speedup:.2f}x >= {TARGET_SPEEDUP}x: {verdict(speedup >= TARGET_SPEEDUP)}"
-            + (f"   (the ceiling measured: {parallel.ratio:.2f}x)" if parallel is not None else "")
+            + (f"   (the ceiling measured: {ceiling_of.ratio:.2f}x)" if ceiling_of is not None else "")
         )
     elif not args.no_cluster:
         print(f"  cluster: not measured ({label(cluster_size)} is not among the sizes)")
@@ -1252,20 +1259,21 @@ def main() -> int:
 
     results: list[SizeResult] = []
     floor: Floors | None = None
-    parallel: Ceiling | None = None
     clustered: ClusterResult | None = None
-    for size in sizes:
-        inputs = Inputs(size, args.seed, args.data_dir / label(size))
-        ensure_inputs(inputs)
-        results.append(measure_size(inputs, args.rounds))
-        if size == floor_size:
-            log(f"[floors] over the {label(size)} corpus ...")
-            floor = floors(inputs, args.rounds)
-            log(f"[ceiling] the scan of {min(CEILING_FILES, inputs.artifacts)} artifacts alone and once per CPU ...")
-            parallel = ceiling(inputs, args.rounds)
-        if size == cluster_size and not args.no_cluster:
-            clustered = cluster(inputs, args.rounds, pin=not args.no_pin)
-    report(results, floor, parallel, floor_size, clustered, cluster_size, args)
+    try:
+        for size in sizes:
+            inputs = Inputs(size, args.seed, args.data_dir / label(size))
+            ensure_inputs(inputs)
+            results.append(measure_size(inputs, args.rounds))
+            if size == floor_size:
+                log(f"[floors] over the {label(size)} corpus ...")
+                floor = floors(inputs, args.rounds)
+            if size == cluster_size and not args.no_cluster:
+                clustered = cluster(inputs, args.rounds, pin=not args.no_pin)
+    except RuntimeError as exc:  # a command, a job or a report not as expected
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    report(results, floor, floor_size, clustered, cluster_size, args)
     return 0
 
 

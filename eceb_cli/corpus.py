@@ -21,6 +21,7 @@ from eceb_worker.corpus.verification import VerificationReport, encode_verificat
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.inputs import load_registry
+from eceb_worker.pipeline.jobs import SCAN_COST
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
 from eceb_worker.render.text import finding_lines, verification_verdict
 
@@ -54,7 +55,10 @@ def source_options(function: click.decorators.FC) -> click.decorators.FC:
                 type=click.IntRange(min=1),
                 default=DEFAULT_SHARD_BYTES,
                 show_default=True,
-                help=f"Work per shard, in bytes (each file also counts {DEFAULT_FILE_COST_BYTES // 1024} KiB).",
+                help=(
+                    f"Work per shard, in bytes hashed (each file also counts {DEFAULT_FILE_COST_BYTES // 1024} KiB; "
+                    f"with the disclosure check on, each byte scanned counts {SCAN_COST})."
+                ),
             ),
         ]
     ):

@@ -43,6 +43,7 @@ from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
+from eceb_worker.pipeline.jobs import SCAN_COST
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
 __all__ = ["main"]
@@ -69,7 +70,10 @@ _SHARD_BYTES = click.option(
     type=click.IntRange(min=1),
     default=DEFAULT_TASK_BYTES,
     show_default=True,
-    help="Re-hash work per shard, in bytes (each file also counts 32 KiB); each shard is one task.",
+    help=(
+        "Re-hash work per shard, in bytes hashed (each file also counts 32 KiB; with the disclosure check on, "
+        f"each byte scanned counts {SCAN_COST}); each shard is one task."
+    ),
 )
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 _CONCURRENCY = click.option(

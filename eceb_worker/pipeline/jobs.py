@@ -63,9 +63,10 @@ from eceb_worker.pipeline.messages import (
 )
 from eceb_worker.pipeline.shards import Held, Prepared, Workspace
 
-SCAN_COST: Final = 8
+SCAN_COST: Final = 16
 """What scanning a byte for disclosures costs on one core, in bytes hashed
-(the scan runs at about a tenth of BLAKE3's speed on one core)."""
+(the scan runs at a sixteenth to a twenty-fifth of BLAKE3's speed on one
+core, docs/PERFORMANCE.md)."""
 
 OBSERVATION_COST_BYTES: Final = 32 * 1024
 """What evaluating one observation costs on one core (decoding, checking,
@@ -153,7 +154,7 @@ class Job:
             # Held whole: each task carries its artifacts (no byte ranges are needed).
             registry = self.held.registry
             sizes = [a.size_bytes for a in registry.artifacts]
-            shards = tuple(plan_rehash(sizes, shard_bytes=self.message.shard_bytes))
+            shards = tuple(plan_rehash(sizes, shard_bytes=self._rehash_shard_bytes()))
             location = self.message.inputs.registry
         else:
             registry, location = self._scan(on_shards)
@@ -183,6 +184,15 @@ class Job:
         ]
         return MapStage(stage=Stage.REHASH, tasks=tasks, single_core_bytes=self._single_core_bytes(scan.enabled))
 
+    def _rehash_shard_bytes(self) -> int:
+        """The bytes of a re-hash shard: the job's ``shard_bytes`` of work,
+        each byte costing :data:`SCAN_COST` when an evaluation's re-hash
+        scans for disclosures (so that a shard is about as much work either way)."""
+        message = self.message
+        if message.kind is JobKind.EVALUATE and message.disclosure_check.enabled:
+            return max(message.shard_bytes // SCAN_COST, 1)
+        return message.shard_bytes
+
     def _scan_check(self) -> DisclosureCheck:
         """The disclosure check the re-hash shards run (ECEB-0.1 §17)."""
         message = self.message
@@ -203,7 +213,7 @@ class Job:
             place = location.name
         else:
             checked = check_inputs(
-                inputs.benchmark, inputs.run, locator, keep=frozenset(), shard_bytes=message.shard_bytes
+                inputs.benchmark, inputs.run, locator, keep=frozenset(), shard_bytes=self._rehash_shard_bytes()
             )
             registry, place = checked.registry, checked.registry_location
             prepared = Prepared.of(checked.benchmark, checked.run)

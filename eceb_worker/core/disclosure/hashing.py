@@ -5,8 +5,9 @@ A *zero-separated* buffer holds normalised tokens (:mod:`.text`) as bytes,
 every other byte 0: a NUL byte before the first token and at least
 :data:`PAD` NUL bytes after the last (so that an 8-byte load at any token
 start stays inside it). A token's hash depends on its bytes only (its
-length, its first 16 bytes and its last 8), a window's on its tokens'
-hashes in order, so the same tokens give the same hash wherever they are.
+length, its first 8 bytes and its last 8: every byte of a token of up to
+16), a window's on its tokens' hashes in order, so the same tokens give the
+same hash wherever they are.
 Hashes only find candidates: every candidate is compared byte for byte
 before it counts (equal hashes of different windows cost time, never a
 finding).
@@ -110,7 +111,7 @@ def token_bounds(buffer: bytes) -> tuple[Positions, Positions]:
 
 def token_hashes(buffer: bytes, starts: Positions, ends: Positions) -> Hashes:
     """The hash of each token ``buffer[starts[i]:ends[i]]`` of a
-    zero-separated ``buffer``: of its length, its first 16 bytes and its last 8."""
+    zero-separated ``buffer``: of its length, its first 8 bytes and its last 8."""
     if not len(starts):
         return np.zeros(0, dtype=np.uint64)
     words = np.ndarray(shape=(len(buffer) - 7,), dtype="<u8", buffer=buffer, strides=(1,))
@@ -118,12 +119,8 @@ def token_hashes(buffer: bytes, starts: Positions, ends: Positions) -> Hashes:
     hashes = (words[starts] & _MASKS[np.minimum(lengths, 8)]) ^ (lengths.astype(np.uint64) * _K0)
     hashes *= _K1
     long = np.flatnonzero(lengths > 8)
-    if len(long):
-        second = words[starts[long] + 8] & _MASKS[np.minimum(lengths[long] - 8, 8)]
-        hashes[long] ^= second * _K2
-        longer = long[lengths[long] > 16]
-        if len(longer):
-            hashes[longer] ^= words[ends[longer] - 8] * _K3
+    if len(long):  # with the first 8, the last 8 bytes cover a token of up to 16 whole
+        hashes[long] ^= words[ends[long] - 8] * _K3
     hashes ^= hashes >> np.uint64(31)
     hashes *= _K2
     hashes ^= hashes >> np.uint64(29)

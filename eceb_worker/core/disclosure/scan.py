@@ -160,7 +160,13 @@ class _Block:
         self.traced: list[tuple[int, int]] | None = None
 
     def text(self, i: int) -> bytes:
+        """Token ``i``'s normalised bytes."""
         return self.buffer[int(self.starts[i]) : int(self.ends[i])]
+
+    def window(self, i: int, n: int) -> bytes:
+        """Tokens ``i`` to ``i + n - 1`` joined by one NUL."""
+        text = self.buffer[int(self.starts[i]) : int(self.ends[i + n - 1])]
+        return b"\0".join(filter(None, text.split(b"\0"))) if b"\0\0" in text else text
 
     def span(self, i: int) -> tuple[int, int]:
         """Token ``i``'s ``[start, end)`` in the artifact's bytes."""
@@ -217,23 +223,25 @@ class ArtifactScan:
         """The next bytes of the artifact (copied as needed: the caller may reuse its buffer)."""
         if not self._active:
             return
-        pending = self._pending + bytes(data) if self._pending else bytes(data)
+        pending = self._pending + data if self._pending else bytes(data)
+        if len(pending) < BLOCK_BYTES:
+            self._pending = pending
+            return
+        folded = pending.translate(ASCII_FOLD)  # once for every block of this feed
         at = 0
         while len(pending) - at >= BLOCK_BYTES:
-            folded = pending[at : at + BLOCK_BYTES].translate(ASCII_FOLD)
-            cut = folded.rfind(b"\0")
+            cut = folded.rfind(b"\0", at + 1, at + BLOCK_BYTES) - at
             if cut <= 0:
                 if len(pending) - at < LONGEST_BLOCK_BYTES:
                     break
-                folded = pending[at : at + LONGEST_BLOCK_BYTES].translate(ASCII_FOLD)
-                cut = folded.rfind(b"\0")
+                cut = folded.rfind(b"\0", at + 1, at + LONGEST_BLOCK_BYTES) - at
             if cut <= 0:
                 cut = _forced_cut(pending[at : at + LONGEST_BLOCK_BYTES])
                 self._block(pending[at : at + cut], None)
             else:
-                self._block(pending[at : at + cut], folded[:cut])
+                self._block(pending[at : at + cut], folded[at : at + cut])
             at += cut
-        self._pending = pending[at:] if at else pending
+        self._pending = pending[at:]
 
     def finish(self) -> Matches:
         """Scan what is left and return the matches."""
@@ -256,12 +264,14 @@ class ArtifactScan:
 
         found, firsts = self.index.candidates(window_hashes(every, n))
         for k, first in zip(found.tolist(), firsts.tolist(), strict=True):
-            tokens = [token(k + m) for m in range(n)]
-            window = self.index.confirm(b"\0".join(b.text(i) for b, i in tokens), first)
+            if k >= carried:  # within this block
+                text = block.window(k - carried, n)
+            else:
+                text = b"\0".join(b.text(i) for b, i in (token(k + m) for m in range(n)))
+            window = self.index.confirm(text, first)
             if window >= 0:
-                start = tokens[0][0].span(tokens[0][1])[0]
-                end = tokens[-1][0].span(tokens[-1][1])[1]
-                self.matches.add(first_position + k, window, start, end)
+                head, tail = token(k), token(k + n - 1)
+                self.matches.add(first_position + k, window, head[0].span(head[1])[0], tail[0].span(tail[1])[1])
         self._tokens += len(hashes)
         keep = min(n - 1, len(every))
         self._carry = [token(k) for k in range(len(every) - keep, len(every))]
@@ -310,7 +320,7 @@ def scan_batch(index: AnswerIndex, artifacts: Iterable[bytes]) -> list[Matches]:
     for k, first, owner in zip(
         found[inside].tolist(), firsts[inside].tolist(), owner_first[inside].tolist(), strict=True
     ):
-        window = index.confirm(b"\0".join(block.text(k + m) for m in range(n)), first)
+        window = index.confirm(block.window(k, n), first)
         if window >= 0:
             base = int(bounds[owner])
             start = block.span(k)[0] - base

@@ -71,11 +71,11 @@ class ScanContext:
         if self._window_answers is None:
             index = self.index
             at = np.flatnonzero(index.window_of >= 0)
-            ids = index.window_of[at]
             owners = np.searchsorted(index.first_token, at, side="right") - 1
-            order = np.argsort(ids, kind="stable")
-            offsets = np.searchsorted(ids[order], np.arange(index.windows + 1))
-            self._window_answers = (offsets, owners[order])
+            pairs = np.unique(index.window_of[at].astype(np.int64) * len(self.spec.answers) + owners)
+            ids, owners = np.divmod(pairs, len(self.spec.answers))
+            offsets = np.searchsorted(ids, np.arange(index.windows + 1))
+            self._window_answers = (offsets, owners)  # each window's answers, each once, in order
         offsets, owners = self._window_answers
         found = [owners[offsets[w] : offsets[w + 1]] for w in windows]
         return np.unique(np.concatenate(found)).tolist() if found else []
