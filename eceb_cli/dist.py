@@ -70,10 +70,7 @@ _SHARD_BYTES = click.option(
     type=click.IntRange(min=1),
     default=DEFAULT_TASK_BYTES,
     show_default=True,
-    help=(
-        "Re-hash work per shard, in bytes hashed (each file also counts 32 KiB; with the disclosure check on, "
-        f"each byte scanned counts {SCAN_COST}); each shard is one task."
-    ),
+    help=f"Re-hash work per shard, in bytes hashed (a file adds 32 KiB, a byte scanned {SCAN_COST}); one task each.",
 )
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 _CONCURRENCY = click.option(
