@@ -17,7 +17,15 @@ from eceb_worker.core.disclosure import scan as scanning
 from eceb_worker.core.disclosure.hashing import ASCII_FOLD, padded, token_bounds, token_hashes
 from eceb_worker.core.disclosure.index import AnswerIndex
 from eceb_worker.core.disclosure.scan import SEPARATOR_SEQUENCES, ArtifactScan
-from eceb_worker.core.disclosure.text import IGNORABLE, artifact_tokens, is_ignorable, token_words, tokenize
+from eceb_worker.core.disclosure.text import (
+    IGNORABLE,
+    artifact_tokens,
+    is_ignorable,
+    normalize,
+    stream_safe,
+    token_words,
+    tokenize,
+)
 from eceb_worker.families.eceb.benchmark import Abstention, Benchmark, Task, task_root
 from eceb_worker.families.eceb.disclosure import LISTED_FINDINGS
 from eceb_worker.families.eceb.disclosure import scanner as scanners
@@ -175,6 +183,61 @@ def test_a_secret_span_cutting_a_character_protects_the_whole_character() -> Non
     assert (hit.kind, hit.artifact_start, hit.artifact_end) == ("secret", start - 1, end + 1)
 
 
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_a_secret_span_is_widened_over_the_accents_of_its_letters(chunk: int | None) -> None:
+    data = "key: cafe\u0301 end".encode() + b" " * (100_000 if chunk else 0)
+    end = data.index(b"e\xcc\x81") + 1  # the e, not its accent
+    [hit] = hits("it is CAFÉ", {"a": data}, secrets=[("a", 5, end)], chunk=chunk)
+    assert (hit.artifact_start, hit.artifact_end) == (5, end + 2)
+    accent = data.index(b"\xcc\x81")  # a span that begins with the accent protects its letter too
+    [hit] = hits("it is É!", {"a": data}, secrets=[("a", accent, accent + 2)], chunk=chunk)
+    assert (hit.artifact_start, hit.artifact_end) == (accent - 1, accent + 2)
+
+
+def test_secret_spans_widened_to_the_same_characters_are_one_secret() -> None:
+    data = "key: päss end".encode()
+    at = data.index("ä".encode())
+    [hit] = hits("it is päss", {"a": data}, secrets=[("a", 5, at + 1), ("a", 5, at + 2)])
+    assert hit.kind == "secret"
+
+
+def test_a_long_run_of_combining_marks_is_cut_as_stream_safe_text_is() -> None:
+    marks = "\u0301\u0316" * 25_000
+    assert stream_safe("a" + marks) == "a" + marks[:30] + " " * (len(marks) - 30)
+    hidden = "\u0301\u200b" * 40  # ignorable characters between the marks do not count
+    assert stream_safe("a" + hidden).count(" ") == 10
+    assert normalize("a" + marks) == normalize("a" + marks[:30]) + " " * (len(marks) - 30)
+    assert [t[1:] for t in tokenize("a" + marks + "b")] == [(0, 31), (len(marks) + 1, len(marks) + 2)]
+
+
+def test_composed_characters_are_traced_to_the_characters_that_compose() -> None:
+    text = "前文。ｶﾞ。後文、本文"
+    assert [(w, text[a:b]) for w, a, b in tokenize(text)] == [
+        ("前文", "前文"),
+        ("ガ", "ｶﾞ"),
+        ("後文", "後文"),
+        ("本文", "本文"),
+    ]
+    data = text.encode()
+    assert [data[a:b].decode() for _, a, b in artifact_tokens(data)] == ["前文", "ｶﾞ", "後文", "本文"]
+
+
+def test_a_long_stretch_of_text_without_spaces_is_cut_after_punctuation(monkeypatch: pytest.MonkeyPatch) -> None:
+    sentences = [f"第{i}条は内部用の運用手順を記述する" for i in range(400)]
+    data = "。".join(sentences).encode()  # no ASCII separator anywhere
+    head = data[:5000]
+    cut = scanning._forced_cut(head)
+    assert head[:cut].decode().endswith("。") and cut > 5000 - 60
+    monkeypatch.setattr(scanning, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(scanning, "LONGEST_BLOCK_BYTES", 1000)  # a cut every few sentences
+    answer = "。".join(sentences[100:140])
+    monkeypatch.setattr(scanners, "SMALL_ARTIFACT_BYTES", 0)
+    found = hits(answer, {"a": data}, n=2, chunk=777)
+    assert [(h.tokens, h.artifact_start, h.artifact_end) for h in found] == [
+        (40, data.index(sentences[100].encode()), data.index(sentences[140].encode()) - len("。".encode()))
+    ]
+
+
 def test_many_findings_in_a_long_non_ascii_artifact_take_linear_time_and_the_first_are_listed() -> None:
     words = [f"wörd{i}" for i in range(200_000)]
     data = " ".join(words).encode()
@@ -217,6 +280,29 @@ def test_a_window_that_an_artifact_the_task_may_see_also_holds_is_no_disclosure(
     assert (hit.artifact_id, hit.answer_start) == ("runbook", 0)
 
 
+def test_public_text_a_restricted_artifact_repeats_hides_no_restricted_continuation() -> None:
+    """The public passage P occurs twice in the restricted artifact, the
+    second time followed by restricted words C shorter than a window: the
+    windows straddling P and C are looked up, not skipped after P's run."""
+    public = "the quick brown fox jumps over the lazy dog"
+    secret = "vault rotates hourly"
+    restricted = f"{public}. Other text. {public} {secret} now.".encode()
+    artifacts = {"runbook": restricted, "readme": f"Pangram: {public}.".encode()}
+    found = hits(f"{public} {secret}", artifacts, classifications={"readme": "public"})
+    assert [(h.artifact_id, h.answer_end) for h in found] == [("runbook", len(f"{public} {secret}"))]
+
+
+def test_a_run_overlapping_the_end_of_another_is_found() -> None:
+    """P is in the artifact once, and a passage S beginning inside P's last
+    words at another place: the answer P-then-S has both runs."""
+    words = WORDS.split()
+    first, second = words[:9], [*words[4:], "eleven", "twelve", "thirteen"]
+    artifact = f"{' '.join(first)}. Between. {' '.join(second)}.".encode()
+    answer = " ".join([*words, "eleven", "twelve", "thirteen"])
+    found = hits(answer, {"a": artifact})
+    assert [(h.answer_start, h.tokens) for h in found] == [(0, 9), (answer.index("five"), 9)]
+
+
 def test_an_answer_repeating_a_quote_lists_the_first_findings_and_counts_the_rest() -> None:
     quote = " ".join(WORDS.split()[:9])
     answer = " | ".join([quote] * 1000)
@@ -237,6 +323,33 @@ def test_colliding_hashes_of_different_windows_are_told_apart() -> None:
     assert index.windows == 2
     assert hits(f"say {first}", {"a": f"we say {second}".encode()}, n=2) == []
     assert len(hits(f"say {first}", {"a": f"we say {first}".encode()}, n=2)) == 1
+
+
+def test_many_texts_sharing_one_hash_are_each_confirmed_by_one_look_up() -> None:
+    texts = ["a" * 16 + f"{i:04d}" + "b" * 8 for i in range(200)]
+    index = AnswerIndex([f"say {t}" for t in texts], 2)
+    assert index.windows == 200 and not index.single.any()
+    assert [h.tokens for h in hits(f"say {texts[150]}", {"a": f"we say {texts[150]}".encode()}, n=2)] == [2]
+    assert hits(f"say {texts[150]}", {"a": f"we say {texts[151]}".encode()}, n=2) == []
+    scan = ArtifactScan(index)
+    scan.feed(" ".join(f"say {t}" for t in reversed(texts)).encode())
+    assert len(scan.finish().distinct) == 200
+
+
+def test_a_passage_repeated_through_an_artifact_is_confirmed_near_its_first_place_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = AnswerIndex([f"{WORDS} and more"], 8)
+    confirmed = []
+    confirm = index.confirm
+    monkeypatch.setattr(index, "confirm", lambda text, first: confirmed.append(first) or confirm(text, first))
+    scan = ArtifactScan(index)
+    for _ in range(40):
+        scan.feed((f"{WORDS}. " * 1000).encode())
+    scan.feed(f"{WORDS} and more".encode())
+    matches = scan.finish()
+    assert len(matches.distinct) == index.windows
+    assert len(confirmed) < 20_000  # 40,000 repeats of the passage's three windows
 
 
 @pytest.mark.parametrize("sequence", SEPARATOR_SEQUENCES, ids=lambda s: f"U+{ord(s.decode()):04X}")
@@ -261,7 +374,7 @@ def reference(answer: str, artifacts: dict[str, bytes], n: int) -> list[tuple[ob
     """Every run of ``answer`` in each artifact as the check defines it,
     written plainly: tokens read left to right, each window of N looked up
     at its first place in the artifact, the run extended as far as both
-    agree, the search resuming after it."""
+    agree, the search resuming at the first window not inside it."""
     tokens = tokenize(answer)
     words = [t[0] for t in tokens]
     found = []
@@ -279,7 +392,7 @@ def reference(answer: str, artifacts: dict[str, bytes], n: int) -> list[tuple[ob
             k = n
             while i + k < len(words) and j + k < len(their_words) and words[i + k] == their_words[j + k]:
                 k += 1
-            resume = i + k
+            resume = i + k - n + 1
             found.append(
                 (tokens[i][1], tokens[i + k - 1][2], artifact_id, "overlap", theirs[j][1], theirs[j + k - 1][2], k)
             )
@@ -313,6 +426,7 @@ def test_the_streaming_scan_finds_what_the_plain_definition_finds_however_the_by
     answer, artifacts, n = case
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scanning, "BLOCK_BYTES", 16)  # blocks of a few tokens: windows across blocks
+        patch.setattr(scanning, "_BULK_CANDIDATES", 1)  # candidates ruled out in bulk in every block
         if not whole:
             patch.setattr(scanners, "SMALL_ARTIFACT_BYTES", 0)  # streamed, not scanned whole with others
         found = findings({"t": [answer]}, artifacts, n=n, chunk=chunk, shards=2)

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from eceb_worker.core.disclosure.hashing import Hashes, padded, token_bounds, token_hashes, window_hashes
 from eceb_worker.core.disclosure.text import token_words
 
-__all__ = ["DEFAULT_MINIMUM_OVERLAP_TOKENS", "AnswerIndex"]
+__all__ = ["DEFAULT_MINIMUM_OVERLAP_TOKENS", "AnswerIndex", "Ints"]
 
 DEFAULT_MINIMUM_OVERLAP_TOKENS: Final = 8
 """N: the fewest consecutive normalised tokens an answer must share with a
@@ -33,6 +33,9 @@ restricted artifact to disclose it (see docs/INTERPRETATIONS.md)."""
 _FILTER_BITS_PER_WINDOW: Final = 32
 """Bits of the membership filter per distinct window (about 1 in 16 lookups
 of an absent window passes it, then fails the sorted search)."""
+
+_COMPARED_IN_TURN: Final = 4
+"""Windows sharing a hash compared one by one before they are looked up by text."""
 
 _COMPARED_AT_ONCE: Final = 1 << 18
 """Windows whose token ids are compared in one step while ids are assigned."""
@@ -61,6 +64,7 @@ class AnswerIndex:
         window_of: for each token, the id of the window starting there,
             -1 when no window of its answer starts there.
         windows: how many distinct windows.
+        single: for each window id, whether no other window has its hash.
 
     Raises ValueError for ``n`` below 1.
     """
@@ -85,6 +89,10 @@ class AnswerIndex:
         self.window_of: Ints = np.full(total, -1, dtype=np.int64)
         self._assign(valid, hashes, words)
         self._make_filter()
+        self._groups: dict[int, dict[bytes, int]] = {}
+        self.single: npt.NDArray[np.bool_] = np.ones(self.windows, dtype=bool)
+        self.single[:-1] = self._hashes[1:] != self._hashes[:-1]
+        self.single[1:] &= self._hashes[1:] != self._hashes[:-1]
 
     def _assign(self, valid: Ints, hashes: Hashes, words: list[list[str]]) -> None:
         """Number the distinct windows: sorted by hash, equal hashes compared
@@ -154,7 +162,16 @@ class AnswerIndex:
     @property
     def nbytes(self) -> int:
         """The bytes its arrays and buffers hold (not the answer texts)."""
-        arrays = (self.first_token, self.window_of, self._starts, self._ends, self._hashes, self._first, self._filter)
+        arrays = (
+            self.first_token,
+            self.window_of,
+            self._starts,
+            self._ends,
+            self._hashes,
+            self._first,
+            self._filter,
+            self.single,
+        )
         return len(self._buffer) + sum(a.nbytes for a in arrays)
 
     def candidates(self, hashes: Hashes) -> tuple[Ints, Ints]:
@@ -182,12 +199,27 @@ class AnswerIndex:
     def confirm(self, text: bytes, first: int) -> int:
         """The id of the indexed window whose text is ``text`` (tokens joined
         by NUL), among those from ``first`` with the same hash; -1 when none is."""
+        group = self._groups.get(first)
+        if group is not None:
+            return group.get(text, -1)
         window = first
         while window < self.windows and self._hashes[window] == self._hashes[first]:
             if self.window_bytes(window) == text:
                 return window
             window += 1
+            if window - first == _COMPARED_IN_TURN:
+                return self._group(first).get(text, -1)
         return -1
+
+    def _group(self, first: int) -> dict[bytes, int]:
+        """The ids of the windows sharing the hash of window ``first`` by
+        text, built on the first look-up that compares more than a few (a
+        crafted answer can make many texts share a hash): each later
+        confirmation is then one look-up."""
+        end = int(np.searchsorted(self._hashes, self._hashes[first], side="right"))
+        group = {self.window_bytes(window): window for window in range(end - 1, first - 1, -1)}
+        self._groups[first] = group
+        return group
 
     def answer_windows(self, answer: int) -> Ints:
         """The window id at each token of ``answer`` (-1 where no window starts)."""

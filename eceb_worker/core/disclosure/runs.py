@@ -4,13 +4,15 @@ artifact's matched windows (:class:`~eceb_worker.core.disclosure.scan.Matches`).
 The answer's tokens are read left to right; where a window of N of them
 occurs in the artifact, the run is extended as far as both agree from the
 window's first place there, reported, and the search in that artifact
-resumes after it (docs/INTERPRETATIONS.md, "Disclosure").
+resumes at the first window not inside it, so that every window of the
+answer is either part of a reported run or looked up
+(docs/INTERPRETATIONS.md, "Disclosure").
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Final
 
 import numpy as np
@@ -76,26 +78,27 @@ def answer_runs(index: AnswerIndex, answer: int, matches: Matches) -> list[Run]:
     firsts = artifact.first[place[candidates]].tolist()
     n = index.n
     runs: list[Run] = []
-    known: dict[int, list[tuple[int, bytes]]] = {}  # first place -> (extension, the windows that decided it)
+    known: dict[int, dict[int, set[bytes]]] = {}  # first place -> extension -> the windows that decided it
     c = 0
     while c < len(candidates):
         i, at = candidates[c], firsts[c]
-        matched = _known(known.get(at, ()), windows, i)
+        decided = known.setdefault(at, {})
+        matched = _known(decided, windows, i)
         if matched is None:
             matched = artifact.extension(windows, i, at)
-            known.setdefault(at, []).append((matched, windows[i : i + matched + 1].tobytes()))
-        tokens = matched + n - 1
-        runs.append((i, tokens, at, at + matched - 1))
-        c = bisect.bisect_left(candidates, i + tokens, c + 1)
+            decided.setdefault(matched, set()).add(windows[i : i + matched + 1].tobytes())
+        runs.append((i, matched + n - 1, at, at + matched - 1))
+        c = bisect.bisect_left(candidates, i + matched, c + 1)
     return runs
 
 
-def _known(found: Sequence[tuple[int, bytes]], windows: npt.NDArray[np.int64], i: int) -> int | None:
+def _known(found: Mapping[int, set[bytes]], windows: npt.NDArray[np.int64], i: int) -> int | None:
     """The extension of a run from answer token ``i`` already found from the
     same first place, when the windows that decided it are those from ``i``
-    (a repeated passage: the same run again)."""
-    for matched, decided in found:
-        if windows[i : i + matched + 1].tobytes() == decided:
+    (a repeated passage: the same run again); one set look-up per distinct
+    extension found there."""
+    for matched, decided in found.items():
+        if windows[i : i + matched + 1].tobytes() in decided:
             return matched
     return None
 

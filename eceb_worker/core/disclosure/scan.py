@@ -13,7 +13,8 @@ and its tokens' byte offsets are traced (:func:`.text.artifact_tokens`)
 only when one of its windows is a candidate. The last ``N - 1`` tokens of a
 block are carried into the next, so a window across two blocks is found.
 A run of more than :data:`LONGEST_BLOCK_BYTES` without an ASCII separator
-is cut at a character boundary (see docs/INTERPRETATIONS.md).
+is cut after its last punctuation or space character, or failing one at a
+character boundary (see docs/INTERPRETATIONS.md).
 
 Each candidate (equal hashes) is confirmed byte for byte against the
 answer's window before it counts (:meth:`.index.AnswerIndex.confirm`).
@@ -22,10 +23,12 @@ answer's window before it counts (:meth:`.index.AnswerIndex.confirm`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from eceb_worker.core.disclosure.hashing import (
     ASCII_FOLD,
@@ -36,7 +39,7 @@ from eceb_worker.core.disclosure.hashing import (
     token_hashes,
     window_hashes,
 )
-from eceb_worker.core.disclosure.index import AnswerIndex
+from eceb_worker.core.disclosure.index import AnswerIndex, Ints
 from eceb_worker.core.disclosure.text import artifact_tokens, normalize
 
 __all__ = [
@@ -57,7 +60,10 @@ BLOCK_BYTES: Final = 256 * 1024
 that numpy's per-call costs vanish, small enough to stay in a core's cache."""
 
 LONGEST_BLOCK_BYTES: Final = 1024 * 1024
-"""A block without an ASCII separator this long is cut at a character boundary."""
+"""A block without an ASCII separator this long is cut (:func:`_forced_cut`)."""
+
+_BULK_CANDIDATES: Final = 256
+"""Candidates in one block from which those that cannot matter are ruled out in bulk."""
 
 MAX_KEPT_MATCHES: Final = 1 << 22
 """Matches of one artifact kept beyond the first place of each window
@@ -109,7 +115,7 @@ class Matches:
     at a first place can reach), up to :data:`MAX_KEPT_MATCHES`.
     """
 
-    __slots__ = ("_last_first", "_longest", "_seen", "ends", "positions", "starts", "windows")
+    __slots__ = ("_last_first", "_longest", "_mask", "_seen", "ends", "positions", "starts", "windows")
 
     def __init__(self, longest: int) -> None:
         self.positions: list[int] = []
@@ -117,6 +123,7 @@ class Matches:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self._seen: set[int] = set()
+        self._mask: npt.NDArray[np.bool_] | None = None
         self._longest = longest
         self._last_first = -longest - 1
 
@@ -124,6 +131,8 @@ class Matches:
         """Record a confirmed match (positions in increasing order)."""
         if window not in self._seen:
             self._seen.add(window)
+            if self._mask is not None:
+                self._mask[window] = True
             self._last_first = position
         elif position - self._last_first >= self._longest or len(self.positions) >= MAX_KEPT_MATCHES:
             return
@@ -139,6 +148,26 @@ class Matches:
     def distinct(self) -> set[int]:
         """The ids of the windows found."""
         return self._seen
+
+    def worth_confirming(self, index: AnswerIndex, positions: Ints, firsts: Ints) -> npt.NDArray[np.bool_]:
+        """Which candidates (artifact token ``positions``, in increasing
+        order, each with the first id of its hash, :meth:`.AnswerIndex.candidates`)
+        could still change the matches: not those whose hash names one
+        window only, already found, and too far after any place where a
+        window could be found first (:meth:`add` would drop them). Ruled
+        out in bulk, so an artifact repeating a passage costs no step per
+        repeat."""
+        keep = np.ones(len(positions), dtype=bool)
+        if len(positions) < _BULK_CANDIDATES or not self._seen:
+            return keep
+        if self._mask is None:
+            self._mask = np.zeros(index.windows, dtype=bool)
+            self._mask[np.fromiter(self._seen, dtype=np.int64, count=len(self._seen))] = True
+        known = index.single[firsts] & self._mask[firsts]
+        could_be_first = np.where(known, -self._longest - 1, positions)
+        latest = np.maximum(np.maximum.accumulate(could_be_first), self._last_first)
+        keep[known & (positions - latest >= self._longest)] = False
+        return keep
 
 
 class _Block:
@@ -263,7 +292,8 @@ class ArtifactScan:
             return carry[k] if k < carried else (block, k - carried)
 
         found, firsts = self.index.candidates(window_hashes(every, n))
-        for k, first in zip(found.tolist(), firsts.tolist(), strict=True):
+        worth = self.matches.worth_confirming(self.index, found + first_position, firsts)
+        for k, first in zip(found[worth].tolist(), firsts[worth].tolist(), strict=True):
             if k >= carried:  # within this block
                 text = block.window(k - carried, n)
             else:
@@ -278,15 +308,31 @@ class ArtifactScan:
         self._carry_hashes = every[len(every) - keep :].copy()
 
 
+_CUT_SEARCH_BYTES: Final = 64 * 1024
+"""Bytes at the end of a stretch without an ASCII separator searched for punctuation or a space to cut after."""
+
+
 def _forced_cut(head: bytes) -> int:
-    """Where to cut ``head``, which holds no ASCII separator: at its last
-    UTF-8 character boundary (never inside a character's bytes)."""
+    """Where to cut ``head``, which holds no ASCII separator: after its last
+    punctuation or space character (Unicode P* or Z*, such as 。 or 、)
+    that no combining mark follows, found in its last
+    :data:`_CUT_SEARCH_BYTES`; failing that, at its last UTF-8 character
+    boundary (never inside a character's bytes)."""
     cut = len(head)
     while cut > 1 and head[cut - 1] & 0xC0 == 0x80:
         cut -= 1
     if cut > 1 and head[cut - 1] >= 0xC0:
         cut -= 1  # the lead byte of a character cut short
-    return cut if cut > 1 else len(head)
+    if cut <= 1:
+        return len(head)
+    low = cut - _CUT_SEARCH_BYTES
+    while low > 0 and head[low] & 0xC0 == 0x80:
+        low += 1
+    tail = head[max(low, 0) : cut].decode("utf-8", "surrogateescape")
+    for k in range(len(tail) - 2, -1, -1):
+        if unicodedata.category(tail[k])[0] in "PZ" and not unicodedata.category(tail[k + 1]).startswith("M"):
+            return cut - len(tail[k + 1 :].encode("utf-8", "surrogateescape"))
+    return cut
 
 
 def scan_batch(index: AnswerIndex, artifacts: Iterable[bytes]) -> list[Matches]:

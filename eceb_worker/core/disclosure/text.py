@@ -17,6 +17,7 @@ hashed and compared over (:mod:`eceb_worker.core.disclosure.hashing`).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Final
@@ -30,6 +31,7 @@ __all__ = [
     "is_ignorable",
     "normalize",
     "normalized_with_origins",
+    "stream_safe",
     "token_words",
     "tokenize",
 ]
@@ -94,12 +96,57 @@ def drop_ignorable(text: str) -> str:
     return _IGNORABLE_RUN.sub("", text)
 
 
+STREAM_SAFE_MARKS: Final = 30
+"""The most combining marks in a row that are normalised as written
+(Unicode's stream-safe text format, UAX #15): each one past this is read
+as a space (see :func:`stream_safe`)."""
+
+
+@functools.cache
+def _long_mark_run() -> re.Pattern[str]:
+    """A run of more than :data:`STREAM_SAFE_MARKS` combining marks
+    (canonical combining class not 0), ignorable characters between them
+    not counted; compiled on first use (it reads the Unicode database)."""
+    marks = [c for c in range(0x300, 0x110000) if unicodedata.combining(chr(c)) and chr(c) not in _IGNORABLE_SET]
+    ranges: list[tuple[int, int]] = []
+    for c in marks:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1] = (ranges[-1][0], c)
+        else:
+            ranges.append((c, c))
+    mark = "[" + "".join(re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in ranges) + "]"
+    return re.compile(f"(?:{mark}(?:{_IGNORABLE_RUN.pattern})?){{{STREAM_SAFE_MARKS + 1},}}")
+
+
+def _cut_marks(match: re.Match[str]) -> str:
+    marks = 0
+    out = []
+    for char in match.group():
+        if char in _IGNORABLE_SET:
+            out.append(char)
+        else:
+            marks += 1
+            out.append(char if marks <= STREAM_SAFE_MARKS else " ")
+    return "".join(out)
+
+
+def stream_safe(text: str) -> str:
+    """``text`` with every combining mark after the
+    :data:`STREAM_SAFE_MARKS`-th of a run read as a space (the same length):
+    real text never holds such runs, and normalising one as written takes
+    time that grows with the square of its length."""
+    if text.isascii():
+        return text
+    return _long_mark_run().sub(_cut_marks, text)
+
+
 def normalize(text: str) -> str:
     """``text`` without its ignorable characters, normalised (NFKC, then
-    case folding): the text tokens are read from, without tracing them."""
+    case folding): the text tokens are read from, without tracing them
+    (runs of combining marks cut as :func:`stream_safe` cuts them)."""
     if text.isascii():
         return text.lower()
-    return unicodedata.normalize("NFKC", drop_ignorable(text)).casefold()
+    return unicodedata.normalize("NFKC", drop_ignorable(stream_safe(text))).casefold()
 
 
 def token_words(text: str) -> list[str]:
@@ -118,10 +165,13 @@ def normalized_with_origins(text: str) -> tuple[str, list[int] | None, list[int]
     character composes with the one before it, so the pieces' forms joined
     are the whole text's form. Each normalised character is traced to its
     own original character when the piece's characters normalised one by
-    one give the piece's form, else to the whole piece.
+    one give the piece's form; else to its *segment* (characters that
+    compose together, :func:`_segments`) when the segments' forms joined
+    give it; else to the whole piece.
     """
     if text.isascii():
         return text.lower(), None, None
+    text = stream_safe(text)
     ignorable = _IGNORABLE_SET
     out: list[str] = []
     starts: list[int] = []
@@ -143,15 +193,56 @@ def normalized_with_origins(text: str) -> tuple[str, list[int] | None, list[int]
             for (offset, _), part in zip(kept, parts, strict=True):
                 starts.extend([offset] * len(part))
                 ends.extend([offset + 1] * len(part))
-        else:  # characters composed together: traced to the piece
-            starts.extend([piece_start] * len(folded))
-            ends.extend([end] * len(folded))
+        else:  # characters composed together: traced to their segment
+            _trace_segments(kept, folded, (piece_start, end), starts, ends)
         at = end
     if at < len(text):
         out.append(text[at:].lower())
         starts.extend(range(at, len(text)))
         ends.extend(range(at + 1, len(text) + 1))
     return "".join(out), starts, ends
+
+
+_SEGMENT_CONTEXT: Final = 8
+"""Characters of a segment normalised with the next one to see whether they compose."""
+
+
+def _segments(kept: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """``kept`` (original offset, character) cut into segments: a new one
+    starts at a character that is no combining mark and composes with none
+    before it; each segment as its first and last-plus-one offsets and its
+    normalised form."""
+    segments: list[tuple[int, int, str]] = []
+    begin = 0
+    for k in range(1, len(kept) + 1):
+        if k < len(kept):
+            char = kept[k][1]
+            form = unicodedata.normalize("NFKC", char)
+            if unicodedata.combining(char) or (form and unicodedata.combining(form[0])):
+                continue
+            before = "".join(c for _, c in kept[max(begin, k - _SEGMENT_CONTEXT) : k])
+            if unicodedata.normalize("NFKC", before + char) != unicodedata.normalize("NFKC", before) + form:
+                continue
+        text = "".join(c for _, c in kept[begin:k])
+        segments.append((kept[begin][0], kept[k - 1][0] + 1, unicodedata.normalize("NFKC", text).casefold()))
+        begin = k
+    return segments
+
+
+def _trace_segments(
+    kept: list[tuple[int, str]], folded: str, piece: tuple[int, int], starts: list[int], ends: list[int]
+) -> None:
+    """Trace ``folded``, the form of the characters ``kept`` of ``piece``
+    (its first and last-plus-one offsets), to its segments when their forms
+    joined give it, else each of its characters to the whole piece."""
+    segments = _segments(kept)
+    if "".join(form for _, _, form in segments) != folded:
+        starts.extend([piece[0]] * len(folded))
+        ends.extend([piece[1]] * len(folded))
+        return
+    for start, end, form in segments:
+        starts.extend([start] * len(form))
+        ends.extend([end] * len(form))
 
 
 def tokenize(text: str) -> list[Token]:

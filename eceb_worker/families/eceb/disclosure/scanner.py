@@ -16,12 +16,13 @@ ids, offsets and counts.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 from eceb_worker.core.disclosure.runs import Run, answer_runs, match_shape
 from eceb_worker.core.disclosure.scan import BLOCK_BYTES, ArtifactScan, Matches, scan_batch
-from eceb_worker.core.disclosure.text import Token, alnum_with_origins, token_words
+from eceb_worker.core.disclosure.text import STREAM_SAFE_MARKS, Token, alnum_with_origins, token_words
 from eceb_worker.families.eceb.disclosure.check import LISTED_FINDINGS, DisclosureHit
 from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial, FindingGroup, WindowHolders
@@ -34,8 +35,9 @@ SMALL_ARTIFACT_BYTES: Final = 64 * 1024
 _SHAPES_KEPT: Final = 1024
 """Answers' runs in an artifact shape a shard keeps for the next artifact of that shape."""
 
-_WIDEN: Final = 3
-"""Bytes before and after a secret span kept to widen it to whole characters."""
+_WIDEN: Final = 4 * (STREAM_SAFE_MARKS + 2)
+"""Bytes before and after a secret span kept to widen it to whole
+characters and letters with their combining marks."""
 
 
 class ScannedArtifact(Protocol):
@@ -110,9 +112,12 @@ class _Sink:
 
 def _secret_value(piece: bytes, low: int, start: int, stop: int, size: int) -> tuple[str, int, int] | None:
     """A secret's letters and numbers and its span widened to whole UTF-8
-    characters (a span cutting a character protects all of it), from
-    ``piece``, the artifact's bytes from offset ``low``; None for a span
-    outside the artifact (``size`` bytes) or holding no letter or number."""
+    characters, then over the combining marks that go with its first and
+    last characters (a span cutting a character or a letter's accents
+    protects all of it), from ``piece``, the artifact's bytes from offset
+    ``low`` (:data:`_WIDEN` bytes either side of the span where the
+    artifact has them); None for a span outside the artifact (``size``
+    bytes) or holding no letter or number."""
     if not 0 <= start < stop <= size:
         return None
     for _ in range(3):
@@ -121,8 +126,34 @@ def _secret_value(piece: bytes, low: int, start: int, stop: int, size: int) -> t
     for _ in range(3):
         if stop < size and piece[stop - low] & 0xC0 == 0x80:
             stop += 1
+    start, stop = _whole_letters(piece, low, start, stop)
     value = "".join(token_words(piece[start - low : stop - low].decode("utf-8", "surrogateescape")))
     return (value, start, stop) if value else None
+
+
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char).startswith("M")
+
+
+def _whole_letters(piece: bytes, low: int, start: int, stop: int) -> tuple[int, int]:
+    """``[start, stop)`` (on character boundaries) widened over the
+    combining marks after it, and, when it begins with a combining mark,
+    back over the marks before it and their letter."""
+    after = piece[stop - low : stop - low + _WIDEN].decode("utf-8", "surrogateescape")
+    marks = 0
+    while marks < min(len(after), STREAM_SAFE_MARKS) and _is_mark(after[marks]):
+        marks += 1
+    stop += len(after[:marks].encode("utf-8", "surrogateescape"))
+    first = piece[start - low : start - low + 4].decode("utf-8", "surrogateescape")[:1]
+    if first and _is_mark(first):
+        before = piece[max(start - low - _WIDEN, 0) : start - low].decode("utf-8", "surrogateescape")
+        back = len(before)
+        while back > 0 and len(before) - back < STREAM_SAFE_MARKS and _is_mark(before[back - 1]):
+            back -= 1
+        if back > 0:
+            back -= 1  # the letter the marks go with
+        start -= len(before[back:].encode("utf-8", "surrogateescape"))
+    return start, stop
 
 
 class _Group:
@@ -213,10 +244,9 @@ class DisclosureScanner:
             return
         if matches:
             self._runs(artifact.artifact_id, matches, restricted)
-        for start, stop, piece, offset, size in secrets:
-            found = _secret_value(piece, offset, start, stop, size)
-            if found is not None:
-                self._secret(artifact.artifact_id, *found, restricted)
+        values = {_secret_value(piece, offset, start, stop, size) for start, stop, piece, offset, size in secrets}
+        for found in sorted((v for v in values if v is not None), key=lambda v: (v[1], v[2], v[0])):  # once a span
+            self._secret(artifact.artifact_id, *found, restricted)
 
     def _hold(self, artifact: ScannedArtifact, windows: set[int]) -> None:
         if self.context.denied_by_some_task(artifact.artifact_id):
