@@ -28,16 +28,21 @@ def print_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
     """Print job ``job_id``'s state: its status line and each failure so far,
     or (``as_json``) its :class:`~eceb_worker.cluster.views.JobStatus` as
     one JSON object. Exit 7 when there is no such job."""
-    from eceb_worker.cluster.views import job_status
+    from eceb_worker.cluster.state import TERMINAL_PHASES
+    from eceb_worker.cluster.views import job_status, waiting_lines
 
     state = job_state(cluster, job_id)
     failures = cluster.store.failures(job_id)
+    waiting, live = cluster.waiting(job_id) if state.get("phase") not in TERMINAL_PHASES else ([], [])
     if as_json:
-        click.echo(msgspec.json.encode(job_status(job_id, state, failures, int(time.time()))).decode())
+        status = job_status(job_id, state, failures, int(time.time()), waiting, live)
+        click.echo(msgspec.json.encode(status).decode())
         return
     click.echo(status_line(job_id, state, failures))
     for failure in failures:
         click.echo(f"  failure: {failure}")
+    for line in waiting_lines(waiting, len(waiting), live, state.get("phase", "")):
+        click.echo(line)
 
 
 def watch_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:

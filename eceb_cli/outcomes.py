@@ -208,7 +208,8 @@ def _wait(
         if deadline is not None and time.monotonic() >= deadline:
             done, total = shards(state)
             click.echo(
-                f"job {job_id} not finished within {timeout:g} s ({state.get('phase')}, {done}/{total} shards)",
+                f"job {job_id} not finished within {timeout:g} s ({state.get('phase')}, {done}/{total} shards)"
+                f"{_waiting_for(cluster, job_id)}",
                 err=True,
             )
             sys.exit(exit_codes.JOB_NOT_FINISHED)
@@ -224,6 +225,19 @@ def _wait(
         state = found
         seen(state)
     return state
+
+
+def _waiting_for(cluster: Cluster, job_id: str) -> str:
+    """``; waiting for ...``: what an unfinished job waits for (a few of its
+    steps), and whether any worker is alive; ``""`` when it cannot be read."""
+    from eceb_worker.cluster.views import waiting_lines
+
+    try:
+        waiting, live = cluster.waiting(job_id)
+    except StorageError:
+        return ""
+    lines = [line.strip() for line in waiting_lines(waiting[:3], len(waiting), live, "")]
+    return "; " + "; ".join(lines) if lines else ""
 
 
 def warn_without_workers(cluster: Cluster) -> None:

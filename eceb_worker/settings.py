@@ -136,6 +136,37 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         _integer(1),
     ),
     Setting(
+        "ECEB_LEASE_S",
+        "lease_s",
+        20,
+        "seconds a running step's lease lasts after its last renewal; a step whose lease lapses (its process "
+        "killed, or frozen) is published again",
+        _integer(2),
+    ),
+    Setting(
+        "ECEB_HEARTBEAT_S",
+        "heartbeat_s",
+        5,
+        "seconds between two renewals of a running step's lease, and between two of a worker's signs of life; "
+        "less than ECEB_LEASE_S",
+        _integer(1),
+    ),
+    Setting(
+        "ECEB_WATCH_S",
+        "watch_s",
+        10,
+        "seconds between two looks over the jobs in flight (by one worker at a time) for a step to publish again",
+        _integer(1),
+    ),
+    Setting(
+        "ECEB_UNTAKEN_S",
+        "untaken_s",
+        30,
+        "seconds after which a step that was published, that no worker started and that no longer waits in "
+        "the queue (lost with a worker, or by Redis) is published again",
+        _integer(1),
+    ),
+    Setting(
         "ECEB_REDIS_OUTAGE_S",
         "redis_outage_s",
         60,
@@ -188,6 +219,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_tasks_per_child: int
     task_max_retries: int
     max_deliveries: int
+    lease_s: int
+    heartbeat_s: int
+    watch_s: int
+    untaken_s: int
     redis_outage_s: int
     log_format: str
     metrics_port: int | None

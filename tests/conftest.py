@@ -33,8 +33,11 @@ settings.load_profile("ci")  # the plugin loads the profile --hypothesis-profile
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its tier, the folder it lives in."""
+    """Mark each test with its tier, the folder it lives in; run the soak
+    first (the longest test: started last, it would leave one process
+    working alone at the end of a parallel run)."""
     for item in items:
         tier = Path(str(item.fspath)).parent.name
         if tier in _TIERS:
             item.add_marker(getattr(pytest.mark, tier))
+    items.sort(key=lambda item: item.get_closest_marker("soak") is None)

@@ -38,8 +38,8 @@ Redis restarting (keeping its data): every command to the result backend
 (:mod:`eceb_worker.cluster.backend`), every message published
 (``task_publish_retry_policy``) and the workers' broker connection are tried
 again through an outage of up to ``ECEB_REDIS_OUTAGE_S`` seconds
-(:class:`~eceb_worker.cluster.retry.RetryPolicy`); a task's answer, its
-chord's count and its job's state are each written once it is back.
+(:class:`~eceb_worker.cluster.retry.RetryPolicy`); a shard's answer and its
+job's state are each written once it is back.
 
 Worker processes are forked (``--pool prefork``) from a parent that never
 hashes: BLAKE3's thread pool, used for large files, does not survive a fork,
@@ -64,12 +64,15 @@ from urllib.parse import parse_qsl, urlsplit
 
 from celery import Celery
 
-from eceb_worker.cluster.backend import POLICY_SETTING, RetryingRedisBackend
+from eceb_worker.cluster.backend import POLICY_SETTING, RetryingRedisBackend, policy_of
 from eceb_worker.cluster.deliveries import MAX_DELIVERIES_SETTING
 from eceb_worker.cluster.logs import connect_logging
 from eceb_worker.cluster.metrics import connect_metrics
 from eceb_worker.cluster.retry import RetryPolicy
+from eceb_worker.cluster.steps import BOUNDS_SETTING, Bounds, queued_task_ids
 from eceb_worker.cluster.tasks import register_tasks
+from eceb_worker.cluster.work import sender as step_sender
+from eceb_worker.cluster.work import work_of
 from eceb_worker.settings import load_settings
 
 __all__ = [
@@ -236,6 +239,7 @@ def make_app(
     redis_ca_certs: str | None = None,
     max_deliveries: int | None = None,
     redis_outage_s: int | None = None,
+    bounds: Bounds | None = None,
 ) -> Celery:
     """A configured Celery application with eceb's tasks registered.
 
@@ -246,7 +250,10 @@ def make_app(
     broker's and backend's certificate (:func:`redis_tls_options`). Raises
     ValueError for a setting that is not a positive integer, a broker or
     backend URL that is not Redis's, a CA bundle that is not a file, or a
-    ``rediss://`` URL that turns certificate verification off.
+    ``rediss://`` URL that turns certificate verification off, and a
+    heartbeat not shorter than the lease. ``bounds`` (how soon a lost step
+    runs again) defaults to ``ECEB_LEASE_S``, ``ECEB_HEARTBEAT_S``,
+    ``ECEB_WATCH_S``, ``ECEB_UNTAKEN_S`` and ``ECEB_MAX_DELIVERIES``.
     """
     settings = load_settings(
         broker_url=broker_url,
@@ -286,10 +293,10 @@ def make_app(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        # A shard running while the broker connection drops runs to its end;
-        # its message, not acknowledged, is delivered again after the
-        # visibility timeout, and running a shard twice changes nothing.
-        # (Cancelling it instead would fail the chord waiting for it.)
+        # A shard running while the broker connection drops runs to its end
+        # and answers (holding its lease); its message, should its
+        # acknowledgement be lost, comes back after the visibility timeout
+        # and finds the shard finished.
         worker_cancel_long_running_tasks_on_connection_loss=False,
         # kombu scans for messages past their visibility timeout every
         # unacked_restore_interval s, on every unacked_restore_throttle-th
@@ -305,8 +312,8 @@ def make_app(
             "unacked_restore_throttle": 1,
         },
         broker_connection_retry_on_startup=True,
-        # Through a Redis restart: messages published (a chord's shards and
-        # callback, a retry) are sent again for ECEB_REDIS_OUTAGE_S; the
+        # Through a Redis restart: messages published (a stage's shards, a
+        # reduce, a retry) are sent again for ECEB_REDIS_OUTAGE_S; the
         # result backend's client retries each command as long
         # (RetryingRedisBackend), so Celery's own retries of a result,
         # which would multiply that bound, are left out.
@@ -326,6 +333,17 @@ def make_app(
     )
     application.conf[MAX_DELIVERIES_SETTING] = settings.max_deliveries
     application.conf[POLICY_SETTING] = policy
+    if bounds is None:
+        bounds = Bounds(
+            lease_s=settings.lease_s,
+            heartbeat_s=settings.heartbeat_s,
+            watch_s=settings.watch_s,
+            untaken_s=settings.untaken_s,
+            republish_limit=settings.max_deliveries,
+        )
+    if bounds.heartbeat_s >= bounds.lease_s:
+        raise ValueError("ECEB_HEARTBEAT_S must be less than ECEB_LEASE_S (a lease is renewed before it lapses)")
+    application.conf[BOUNDS_SETTING] = bounds
     register_tasks(application, policy)
     return application
 
@@ -335,3 +353,42 @@ app: Final = make_app()
 configured from the environment."""
 connect_logging()
 connect_metrics()
+
+
+def _start_watch(sender: Any = None, **_: Any) -> None:
+    """``worker_ready``: start the worker's watch over the jobs in flight
+    (:mod:`eceb_worker.cluster.watch`), in its main process."""
+    from eceb_worker.cluster.state import JobStore
+    from eceb_worker.cluster.watch import Watcher
+
+    application = getattr(sender, "app", None) or app
+    name = str(getattr(sender, "hostname", "") or "eceb-worker")
+    policy = policy_of(application)
+
+    def queued() -> set[str]:
+        with application.connection_for_read() as connection:
+            return queued_task_ids(connection.default_channel.client, QUEUE)
+
+    watcher = Watcher(work_of(application), JobStore.of(application), name, step_sender(application, policy), queued)
+    _WATCHERS.append(watcher)
+    watcher.start()
+
+
+def _stop_watch(**_: Any) -> None:
+    """``worker_shutdown``: stop the watch, saying the worker is gone."""
+    while _WATCHERS:
+        _WATCHERS.pop().stop()
+
+
+_WATCHERS: Final[list[Any]] = []
+
+
+def connect_watch() -> None:
+    """Hook the watch into Celery's worker signals (once)."""
+    from celery.signals import worker_ready, worker_shutdown
+
+    worker_ready.connect(_start_watch, weak=False, dispatch_uid="eceb-watch-start")
+    worker_shutdown.connect(_stop_watch, weak=False, dispatch_uid="eceb-watch-stop")
+
+
+connect_watch()

@@ -1,10 +1,10 @@
 """Celery's Redis result backend, with every command retried through a
 Redis outage (:meth:`~eceb_worker.cluster.retry.RetryPolicy.redis_retry`).
 
-Celery retries storing a task's result, but not the script that counts a
-chord's answers: a shard finishing while Redis restarts would otherwise fail
-its chord ("a shard ended without an answer"). Here the result backend's
-client itself retries each command, script and pipeline for
+Celery retries storing a task's result, but not the other commands a job
+sends (its state, its steps' leases and answers, Celery's own scripts): a
+shard finishing while Redis restarts would otherwise lose its answer. Here
+the result backend's client itself retries each command, script and pipeline for
 ``ECEB_REDIS_OUTAGE_S`` seconds; Celery's own retries of a result are left
 out (they would multiply that bound).
 """

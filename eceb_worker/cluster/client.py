@@ -5,6 +5,8 @@ that consume its queue.
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any, Final
 
 import msgspec
@@ -17,7 +19,10 @@ from eceb_worker.cluster.backend import policy_of
 from eceb_worker.cluster.logs import task_label
 from eceb_worker.cluster.retry import UNREACHABLE
 from eceb_worker.cluster.state import JobStore, Phase
+from eceb_worker.cluster.steps import COORDINATE, Step
 from eceb_worker.cluster.tasks import COORDINATE_TASK
+from eceb_worker.cluster.views import StepState, waiting_steps
+from eceb_worker.cluster.work import work_of
 from eceb_worker.core.urls import redact_url, scrub
 from eceb_worker.errors import StorageError
 from eceb_worker.pipeline.messages import JobMessage
@@ -50,6 +55,7 @@ class Cluster:
         self.policy = policy_of(self.app)
         self.check_connection()
         self.store = JobStore.of(self.app)
+        self.work = work_of(self.app)
 
     @property
     def broker(self) -> str:
@@ -87,13 +93,24 @@ class Cluster:
             client.close()
 
     def submit(self, message: JobMessage, **fields: str | int) -> None:
-        """Record a new job (phase ``queued`` and ``fields``) and queue its first step."""
+        """Record a new job (phase ``queued`` and ``fields``) and its first
+        step (so that the watch publishes it again should it be lost), then queue it."""
+        task_id = str(uuid.uuid4())
+        step = Step(
+            task=COORDINATE_TASK, args=[msgspec.to_builtins(message)], task_id=task_id, label=task_label(message.job_id)
+        )
         self.store.create(message.job_id, phase=Phase.QUEUED.value, kind=message.kind.value, **fields)
+        self.work.record(message.job_id, COORDINATE, step)
         with self.policy.reaching(f"the broker {self.broker}"):
-            handle = self.app.send_task(
-                COORDINATE_TASK, args=(msgspec.to_builtins(message),), argsrepr=task_label(message.job_id)
-            )
-        self.store.update(message.job_id, coordinator=handle.id)
+            self.app.send_task(step.task, args=tuple(step.args), task_id=task_id, argsrepr=step.label)
+        self.store.update(message.job_id, coordinator=task_id)
+
+    def waiting(self, job_id: str) -> tuple[list[StepState], list[str]]:
+        """The steps job ``job_id`` waits for (published, not finished), and the workers alive."""
+        steps = self.work.steps(job_id)
+        progress = self.work.progress(job_id, steps)
+        now_ms = time.time_ns() // 1_000_000
+        return waiting_steps(steps, progress, now_ms), self.work.live_workers()
 
     def revoke(self, task_id: str) -> None:
         """Revoke task ``task_id`` on every worker (sent again through a

@@ -11,7 +11,7 @@ Redis: a lost connection to the broker or the result backend (a Redis
 server restarting) is retried, on workers and in ``eceb-dist`` alike, for
 :attr:`RetryPolicy.outage_s` seconds (``ECEB_REDIS_OUTAGE_S``) with a short
 capped back-off: every command of the result backend's client
-(:meth:`RetryPolicy.redis_retry`: job state, task results, chord counters),
+(:meth:`RetryPolicy.redis_retry`: job state, steps, leases and answers),
 every message published (:meth:`RetryPolicy.publish_retry_policy`), every
 control command (:meth:`RetryPolicy.outlast`). A connection still lost after
 that raises ``StorageError`` (:meth:`RetryPolicy.reaching`).
@@ -45,7 +45,6 @@ from eceb_worker.errors import NoSuchBucketError, ShardFailedError, StorageError
 
 __all__ = [
     "BACKOFF_MAX_S",
-    "CAUSE_LOOKUPS",
     "DEFAULT_OUTAGE_S",
     "LOST",
     "OUTAGE_STEP_MAX_S",
@@ -56,11 +55,6 @@ __all__ = [
 
 BACKOFF_MAX_S: Final = 60.0
 """The longest wait between two attempts of a task."""
-
-CAUSE_LOOKUPS: Final = 5
-"""How many times the cause of a shard that ended without an answer is
-looked for again (Celery may store it just after the chord's error callback
-is sent), with the policy's back-off."""
 
 DEFAULT_OUTAGE_S: Final = 60
 """How long a lost Redis connection is retried by default (``ECEB_REDIS_OUTAGE_S``), in seconds."""
@@ -183,8 +177,8 @@ class OutageRetry(Retry):
     is tried again until :attr:`RetryPolicy.outage_s` seconds after its first
     failure, then its last error is raised. Every command eceb and Celery
     send to the result backend may run twice this way: each is idempotent
-    (job state fields and sets, task results, Celery's chord counters, which
-    count a task id once), or counts a start (``eceb:deliveries``) where
+    (job state fields and sets, a shard's first answer kept, a lease renewed
+    only by its holder), or counts a start (``eceb:deliveries``) where
     once more is harmless."""
 
     def __init__(self, policy: RetryPolicy) -> None:

@@ -16,6 +16,7 @@ from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import Stage
 
 __all__ = [
+    "ACTIVE_KEY",
     "JOBS_KEY",
     "JOB_TTL_S",
     "TERMINAL_PHASES",
@@ -56,6 +57,9 @@ _LISTS: Final = ("failures", *_DONE_FIELDS)
 JOBS_KEY: Final = "eceb:jobs"
 """The index of jobs: a sorted set of job ids, each scored by the
 millisecond (Unix time) its job was created."""
+ACTIVE_KEY: Final = "eceb:jobs:active"
+"""The jobs in flight: a set of job ids, a job added when it is created and
+taken out once it ended (:mod:`eceb_worker.cluster.watch` looks them over)."""
 _INDEX_KEPT_MS: Final = 2 * JOB_TTL_S * 1000
 """How long a job stays in the index after it was created: twice the time
 its state is kept after its last change (a job whose state is gone is left
@@ -67,13 +71,18 @@ local phase = redis.call('HGET', KEYS[1], 'phase')
 if not phase or {ended} then
     return 0
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[2], unpack(ARGV, 3))
-for i = 1, #KEYS do
+redis.call('HSET', KEYS[1], 'updated', ARGV[2], unpack(ARGV, 5))
+for i = 1, #KEYS - 1 do
     redis.call('EXPIRE', KEYS[i], ARGV[1])
+end
+if ARGV[3] == '1' then
+    redis.call('SREM', KEYS[#KEYS], ARGV[4])
 end
 return 1
 """
-"""KEYS: the job's hash and its lists; ARGV: time to live, now, then field, value, ..."""
+"""KEYS: the job's hash, its lists, then the set of jobs in flight; ARGV:
+time to live, now, '1' when the update ends the job, the job's id, then
+field, value, ..."""
 _UPDATE_UNLESS_ENDED_SCRIPT: Final = _UPDATE_UNLESS_ENDED.replace(
     "{ended}", " or ".join(f"phase == '{value}'" for value in sorted(TERMINAL_PHASES))
 )
@@ -138,6 +147,7 @@ class JobStore:
         pipe.hset(job_key(job_id), mapping={name: str(value) for name, value in fields.items()})
         self._touch(job_id, pipe)
         pipe.zadd(JOBS_KEY, {job_id: now_ms})
+        pipe.sadd(ACTIVE_KEY, job_id)
         pipe.zremrangebyscore(JOBS_KEY, "-inf", now_ms - _INDEX_KEPT_MS)
         pipe.expire(JOBS_KEY, _INDEX_KEPT_MS // 1000)
         with self.policy.reaching(self._WHAT):
@@ -177,12 +187,24 @@ class JobStore:
         if str(fields.get("phase")) in TERMINAL_PHASES:
             fields = {**fields, "ended": now}
         values = [str(value) for pair in fields.items() for value in pair]
+        ends = "1" if str(fields.get("phase")) in TERMINAL_PHASES else "0"
         with self.policy.reaching(self._WHAT):
             written = self._update_script(
-                keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS)],
-                args=[JOB_TTL_S, now, *values],
+                keys=[job_key(job_id), *(f"{job_key(job_id)}:{suffix}" for suffix in _LISTS), ACTIVE_KEY],
+                args=[JOB_TTL_S, now, ends, job_id, *values],
             )
         return bool(written)
+
+    def active(self) -> list[str]:
+        """The jobs in flight (created, not yet seen to end)."""
+        with self.policy.reaching(self._WHAT):
+            members = self.client.smembers(ACTIVE_KEY)
+        return sorted(_text(member) for member in members)
+
+    def retire(self, job_id: str) -> None:
+        """Take a job that ended, or whose state is gone, out of the jobs in flight."""
+        with self.policy.reaching(self._WHAT):
+            self.client.srem(ACTIVE_KEY, job_id)
 
     def advance(self, job_id: str, stage: Stage, index: int) -> None:
         """Count shard ``index`` of ``stage`` done; counting it again changes nothing."""

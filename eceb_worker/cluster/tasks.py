@@ -1,33 +1,41 @@
 """A job on the cluster: the steps of :class:`~eceb_worker.pipeline.jobs.Job`
-as Celery tasks, each map stage a chord of shard tasks.
+as Celery tasks, each map stage one task a shard.
 
 The submitter may disconnect: no task waits for another (no ``.get()`` in a
-task); the job advances by Celery canvas::
+task); the job advances by the steps publishing the next::
 
     eceb.coordinate                      Job.start: check the inputs, scanning the
                                          registry as a stream; plan the re-hash
-      chord(eceb.job_rehash_shard x N)   Workspace.run: read its lines, re-hash them
-        -> eceb.job_verified             Job.after: reduce the verification; a
-                                         verification job ends here; else plan
-             chord(eceb.evaluate_shard x M)
-               -> eceb.job_finish        Job.after: reduce into the report, written
+      eceb.job_rehash_shard x N          Workspace.run: read its lines, re-hash them;
+                                         its answer kept in Redis; the last to answer
+                                         publishes
+        eceb.job_verified                Job.after over the answers: reduce the
+                                         verification; a verification job ends here;
+                                         else plan
+          eceb.evaluate_shard x M        likewise, the last publishing
+            eceb.job_finish              Job.after: reduce into the report, written
                                          atomically
 
 Messages carry references only (:mod:`eceb_worker.pipeline.messages`). Job
-state lives in the result backend's Redis (:class:`~eceb_worker.cluster.state.JobStore`).
+state lives in the result backend's Redis (:class:`~eceb_worker.cluster.state.JobStore`),
+and so does its work (:class:`~eceb_worker.cluster.work.WorkStore`): every
+step published, kept with its task id before it is sent; a step runs only
+with its lease, renewed by a heartbeat while it runs; each shard's answer.
+Every worker watches the jobs in flight (:mod:`eceb_worker.cluster.watch`)
+and publishes again a step whose lease lapsed or that no worker took: no job
+waits for ever on a worker that died or a message Redis lost.
 
 Every task has the one retry policy (:class:`~eceb_worker.cluster.retry.RetryPolicy`):
-a ``StorageError`` runs the task again, with back-off, up to its bound.
-Shard tasks never raise into a chord: a shard that fails (after its
-retries) answers :class:`~eceb_worker.pipeline.messages.ShardFailed` and the
-next step ends the job as failed. A shard task that ends some other way
-(revoked, or lost beyond what redelivery covers) fails the chord; its error
-callback, ``eceb.job_shard_lost``, ends the job as failed. A job that fails
-never writes a report.
+a ``StorageError`` runs the task again, with back-off, up to its bound. A
+shard that fails (after its retries) answers
+:class:`~eceb_worker.pipeline.messages.ShardFailed` and the stage's reduce
+ends the job as failed; so does a shard an operator revoked.
 
-Delivery is at least once, so every step is idempotent: the chord counts a
-task id once, a job counts a shard index once (:meth:`~eceb_worker.cluster.state.JobStore.advance`),
-and a step of a job that has ended does nothing.
+Delivery is at least once, so every step is idempotent: a step starts only
+with its lease (a copy finding it held, or finished, acknowledges itself and
+does nothing), a shard's first answer stays, a job counts a shard index once
+(:meth:`~eceb_worker.cluster.state.JobStore.advance`), planning a stage twice
+records and sends it once, and a step of a job that has ended does nothing.
 
 Every task of a job is sent with a label naming the job and the shard
 (:func:`~eceb_worker.cluster.logs.task_label`, kept through retries): the
@@ -46,6 +54,9 @@ from __future__ import annotations
 import functools
 import logging
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import msgspec
@@ -53,8 +64,11 @@ import msgspec
 from eceb_worker.cluster import metrics
 from eceb_worker.cluster.deliveries import check_delivery
 from eceb_worker.cluster.logs import task_label
-from eceb_worker.cluster.retry import CAUSE_LOOKUPS, RetryPolicy
+from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
+from eceb_worker.cluster.steps import COORDINATE, Step, reduce_step, shard_step, this_host
+from eceb_worker.cluster.watch import publish_reduce, shard_revoked
+from eceb_worker.cluster.work import WorkStore, sender, work_of
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.core.urls import redact_text
 from eceb_worker.corpus.prefixes import spread_rehash
@@ -81,7 +95,6 @@ from eceb_worker.settings import read_setting
 __all__ = [
     "COORDINATE_TASK",
     "REDUCE_TASKS",
-    "SHARD_LOST_TASK",
     "SHARD_TASKS",
     "register_tasks",
 ]
@@ -90,8 +103,7 @@ COORDINATE_TASK: Final = "eceb.coordinate"
 SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "eceb.evaluate_shard"}
 """The task that runs one shard of each stage."""
 REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
-"""The task that reduces each stage's answers (a chord's callback)."""
-SHARD_LOST_TASK: Final = "eceb.job_shard_lost"
+"""The task that reduces each stage's answers (published by its last shard to answer)."""
 
 _logger = logging.getLogger("eceb.cluster.jobs")
 
@@ -136,14 +148,18 @@ def _fail(store: JobStore, job_id: str, exc: BaseException) -> None:
         _logger.warning("job failed: %s error: %s", kind.value, error)
 
 
-def _retry(task: Any, policy: RetryPolicy, exc: BaseException) -> None:
+def _retry(task: Any, policy: RetryPolicy, exc: BaseException, step: str = "", job_id: str = "") -> None:
     """Run ``task`` again later when ``exc`` is a passing storage failure and
     the policy allows another attempt (raises Celery's ``Retry``, the task's
-    label kept; counted for the metrics); otherwise return."""
+    label kept; counted for the metrics; its step noted as published then,
+    so the watch does not take it for lost); otherwise return."""
     retries = task.request.retries
     if policy.retries(exc, retries):
         metrics.task_retried(task.name)
-        raise task.retry(exc=exc, countdown=policy.countdown(retries), **_labels(task))
+        countdown = policy.countdown(retries)
+        if step and job_id:
+            work_of(task.app).delay(job_id, step, countdown)
+        raise task.retry(exc=exc, countdown=countdown, **_labels(task))
 
 
 def _labels(task: Any) -> dict[str, Any]:
@@ -152,29 +168,52 @@ def _labels(task: Any) -> dict[str, Any]:
     return {"argsrepr": task.request.get("argsrepr"), "kwargsrepr": task.request.get("kwargsrepr")}
 
 
-def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], body: Any) -> None:
-    """Run one job step (``body(job)`` returns what follows), then dispatch
-    what follows; any failure beyond the retries ends the job, a message
-    this worker cannot read included (sent by another version of eceb)."""
+@contextmanager
+def _leased(task: Any, job_id: str, step: str) -> Iterator[WorkStore]:
+    """Hold ``step``'s lease while the block runs (renewed by a heartbeat).
+    A step of a job that ended, a step finished already, or one a live
+    process holds, raises Celery's ``Ignore``: this copy is acknowledged and
+    does nothing (the holder answers; a lease that lapses is published
+    again by the watch)."""
+    from celery.exceptions import Ignore
+
+    work = work_of(task.app)
+    if JobStore.of(task.app).finished(job_id) or work.finished(job_id, step):
+        raise Ignore()
+    lease = work.take(job_id, step, str(task.request.hostname or this_host()))
+    if lease is None:
+        _logger.info("already running elsewhere: %s", step)
+        raise Ignore()
+    with work.holding(job_id, step, lease):
+        yield work
+
+
+def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], step: str, body: Any) -> None:
+    """Run one coordinating step of a job (``body(job)`` returns what
+    follows) holding its lease, then publish what follows and mark the step
+    finished; any failure beyond the retries ends the job, a message this
+    worker cannot read included (sent by another version of eceb)."""
     store = JobStore.of(task.app)
     job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
-    if store.finished(job_id):
-        return
-    try:
-        check_delivery(task)
-        job = Job(with_endpoint(msgspec.convert(message, JobMessage), _own_endpoint()), WORKSPACE)
-        _dispatch(task.app, policy, store, job, body(job))
-    except Exception as exc:
-        _retry(task, policy, exc)
-        _fail(store, job_id, exc)
+    with _leased(task, job_id, step) as work:
+        try:
+            check_delivery(task)
+            job = Job(with_endpoint(msgspec.convert(message, JobMessage), _own_endpoint()), WORKSPACE)
+            _dispatch(task.app, policy, store, work, job, body(job))
+        except Exception as exc:
+            _retry(task, policy, exc, step, job_id)
+            _fail(store, job_id, exc)
+        work.finish(job_id, step)
 
 
-def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: MapStage | Finished) -> None:
-    """Start a map stage as a chord of its shard tasks, then its reduce
-    step (a re-hash of an S3 corpus in the order of :func:`spread_rehash`);
-    or write a finished job's result. Raises ``StorageError`` when
-    the broker stays unreachable beyond ``policy``'s bound (the step runs
-    again: a second chord of the same shards changes no answer)."""
+def _dispatch(
+    app: Any, policy: RetryPolicy, store: JobStore, work: WorkStore, job: Job, step: MapStage | Finished
+) -> None:
+    """Record a map stage's shards and its reduce, then publish its shards
+    (a re-hash of an S3 corpus in the order of :func:`spread_rehash`); or
+    write a finished job's result. A stage recorded already (this step ran
+    twice) is not published again. Raises ``StorageError`` when the broker
+    stays unreachable beyond ``policy``'s bound (the step runs again)."""
     message = job.message
     if isinstance(step, Finished):
         _finish(store, message, step)
@@ -182,33 +221,37 @@ def _dispatch(app: Any, policy: RetryPolicy, store: JobStore, job: Job, step: Ma
     fields = {"phase": Phase.of_stage(step.stage).value, TOTAL_FIELDS[step.stage]: len(step.tasks)}
     if not store.update(message.job_id, **fields):
         return  # cancelled meanwhile
-    _logger.info("planned %d %ss", len(step.tasks), step.stage.shard_name)
-    label = task_label(message.job_id)
-    callback = app.signature(REDUCE_TASKS[step.stage], args=(msgspec.to_builtins(message),), argsrepr=label)
-    if not step.tasks:
-        with policy.reaching("the broker"):
-            callback.apply_async(args=([],))
-        return
-    from celery import chord
-
+    stage = step.stage.value
     count = len(step.tasks)
     tasks = step.tasks
     if step.stage is Stage.REHASH and message.corpus.is_s3:
         # Spread over the corpus's key prefixes (S3 serves each at a bounded rate).
         shards = [task.shard for task in tasks if isinstance(task, RehashTask)]
         tasks = [tasks[position] for position in spread_rehash(shards, message.shard_bytes)]
-    header = [
-        app.signature(
-            SHARD_TASKS[step.stage],
-            args=(msgspec.to_builtins(shard),),
-            argsrepr=task_label(message.job_id, step.stage.value, shard_index(shard), count),
-            kwargsrepr="{}",
+    records: dict[str, tuple[Step, bool]] = {}
+    for shard in tasks:
+        index = shard_index(shard)
+        label = task_label(message.job_id, stage, index, count)
+        record = Step(
+            task=SHARD_TASKS[step.stage], args=[msgspec.to_builtins(shard)], task_id=str(uuid.uuid4()), label=label
         )
-        for shard in tasks
-    ]
-    callback.on_error(app.signature(SHARD_LOST_TASK, args=(message.job_id,), argsrepr=label))
-    with policy.reaching("the broker"):
-        chord(header, app=app)(callback)
+        records[shard_step(stage, index)] = (record, True)
+    reduce = Step(
+        task=REDUCE_TASKS[step.stage],
+        args=[msgspec.to_builtins(message)],
+        task_id=str(uuid.uuid4()),
+        label=task_label(message.job_id),
+    )
+    records[reduce_step(stage)] = (reduce, False)
+    if not work.record_stage(message.job_id, stage, count, records):
+        return  # planned and published by an earlier run of this step
+    _logger.info("planned %d %ss", count, step.stage.shard_name)
+    send = sender(app, policy)
+    for step_name, (record, _) in records.items():
+        if step_name != reduce_step(stage):
+            send(record)
+    if not count:
+        publish_reduce(work, send, message.job_id, stage)
 
 
 def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
@@ -254,70 +297,74 @@ def _cancelled(store: JobStore, job_id: str) -> bool:
 
 def coordinate(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
     """``eceb.coordinate``: :meth:`Job.start` (check the inputs, scanning the
-    registry as a stream: memory does not grow with its artifacts), then the
-    re-hash chord."""
+    registry as a stream: memory does not grow with its artifacts), then
+    publish the re-hash shards."""
     store = JobStore.of(task.app)
     job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
     if not store.finished(job_id):
         store.update(job_id, phase=Phase.LOADING.value)
-    _step(task, policy, message, lambda job: job.start())
+    _step(task, policy, message, COORDINATE, lambda job: job.start())
 
 
-def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> Any:
+def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
     """A shard task (``eceb.job_rehash_shard``, ``eceb.evaluate_shard``):
-    :meth:`Workspace.run`; its answer as JSON builtins, a
+    :meth:`Workspace.run` holding the shard's lease; its answer kept (a
     :class:`~eceb_worker.pipeline.messages.ShardFailed` once its retries are
-    spent (never an exception into the chord)."""
+    spent); the last shard of its stage to answer publishes the reduce."""
     shard = with_endpoint(msgspec.convert(message, ShardTask), _own_endpoint())
     index, stage = shard_index(shard), stage_of(shard)
     job_id = getattr(shard, "job_id", "")
     store = JobStore.of(task.app)
-    if job_id and store.finished(job_id):
-        return msgspec.to_builtins(ShardFailed(index=index, kind=ErrorKind.STORAGE, message="the job has ended"))
     started = time.monotonic()
     answer: ShardAnswer
-    try:
-        check_delivery(task)
-        answer = WORKSPACE.run(shard)
-    except Exception as exc:
-        _retry(task, policy, exc)
-        reason = str(exc) if isinstance(exc, (InputError, StorageError)) else f"{type(exc).__name__}: {exc}"
-        answer = ShardFailed(index=index, kind=ErrorKind.of(exc), message=f"{stage.shard_name} {index}: {reason}")
-        if job_id:
+    with _leased(task, job_id, shard_step(stage.value, index)) as work:
+        try:
+            check_delivery(task)
+            answer = WORKSPACE.run(shard)
+        except Exception as exc:
+            _retry(task, policy, exc, shard_step(stage.value, index), job_id)
+            reason = str(exc) if isinstance(exc, (InputError, StorageError)) else f"{type(exc).__name__}: {exc}"
+            answer = ShardFailed(index=index, kind=ErrorKind.of(exc), message=f"{stage.shard_name} {index}: {reason}")
             store.add_failure(job_id, answer.message)
-    else:
-        if job_id:
+        else:
             store.advance(job_id, stage, index)
+        work.answer(job_id, stage.value, index, msgspec.json.encode(answer))
     hashed = answer.verification.bytes_hashed if isinstance(answer, RehashAnswer) else 0
     failed = isinstance(answer, ShardFailed)
     metrics.shard_answered(stage.value, failed=failed, bytes_hashed=hashed, seconds=time.monotonic() - started)
-    return msgspec.to_builtins(answer)
+    publish_reduce(work, sender(task.app, policy), job_id, stage.value)
 
 
-def reduce_stage(task: Any, policy: RetryPolicy, results: list[Any], message: dict[str, Any], stage: str) -> None:
-    """A reduce step (``eceb.job_verified``, ``eceb.job_finish``, a chord's
-    callback): :meth:`Job.after` over the shards' answers, then what follows."""
-    _step(task, policy, message, lambda job: job.after(Stage(stage), msgspec.convert(results, list[ShardAnswer])))
+def reduce_stage(task: Any, policy: RetryPolicy, message: dict[str, Any], stage: str) -> None:
+    """A reduce step (``eceb.job_verified``, ``eceb.job_finish``, published by
+    the last shard of its stage to answer): :meth:`Job.after` over the
+    shards' answers kept in Redis, then what follows; the answers are then
+    dropped."""
+    job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
+    work = work_of(task.app)
+
+    def after(job: Job) -> MapStage | Finished:
+        answers = [_ANSWER.decode(raw) for raw in work.answers(job_id, stage)]
+        return job.after(Stage(stage), answers)
+
+    _step(task, policy, message, reduce_step(stage), after)
+    work.drop_answers(job_id, stage)
 
 
-def job_shard_lost(task: Any, policy: RetryPolicy, failed_task_id: str, job_id: str) -> None:
-    """``eceb.job_shard_lost``: a chord's error callback (Celery puts the id of
-    the failed task first). A shard's task ended without an answer (revoked,
-    or its process lost for good): end the job as failed, naming the cause
-    Celery recorded (it may be stored just after this callback is sent: it is
-    looked for again, :data:`~eceb_worker.cluster.retry.CAUSE_LOOKUPS` times, with the retry policy's back-off)."""
-    reason = task.app.AsyncResult(failed_task_id).result
-    retries = task.request.retries
-    if reason is None and retries < CAUSE_LOOKUPS:
-        raise task.retry(countdown=policy.countdown(retries), max_retries=CAUSE_LOOKUPS, **_labels(task))
-    error = f"a shard ended without an answer ({reason or 'revoked or lost'}); submit the job again"
-    _logger.warning("job failed: %s error: %s", ErrorKind.STORAGE.value, error)
-    JobStore.of(task.app).fail(job_id, ErrorKind.STORAGE, error)
+_ANSWER: Final = msgspec.json.Decoder(ShardAnswer)
 
 
 def register_tasks(app: Any, policy: RetryPolicy) -> None:
-    """Register every task of a job on ``app``, each with ``policy``."""
-    options: dict[str, Any] = {"shared": False, "lazy": False, "bind": True, "max_retries": policy.max_retries}
+    """Register every task of a job on ``app``, each with ``policy`` (their
+    results are not stored: answers are kept in the job's work), and the
+    handler of a revoked shard."""
+    options: dict[str, Any] = {
+        "shared": False,
+        "lazy": False,
+        "bind": True,
+        "max_retries": policy.max_retries,
+        "ignore_result": True,
+    }
 
     def bound(body: Any, *fixed: Any) -> Any:
         def task(self: Any, *args: Any) -> Any:
@@ -332,4 +379,6 @@ def register_tasks(app: Any, policy: RetryPolicy) -> None:
         app.task(name=name, **options)(bound(run_shard))
     for stage, name in REDUCE_TASKS.items():
         app.task(name=name, **options)(bound(reduce_stage, stage.value))
-    app.task(name=SHARD_LOST_TASK, **options)(bound(job_shard_lost))
+    from celery.signals import task_revoked
+
+    task_revoked.connect(shard_revoked, weak=False, dispatch_uid="eceb-shard-revoked")

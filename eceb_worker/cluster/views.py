@@ -9,21 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Final, Literal
 
 import msgspec
 
 from eceb_worker.cluster.state import TERMINAL_PHASES
+from eceb_worker.cluster.steps import COORDINATE, Progress, Step, step_stage
 
 __all__ = [
+    "SHOWN_STEPS",
     "JobStatus",
     "JobSummary",
+    "StepState",
     "age_text",
     "job_status",
     "job_summary",
     "jobs_lines",
     "progress_text",
     "rfc3339",
+    "step_name",
+    "waiting_lines",
+    "waiting_steps",
 ]
+
+SHOWN_STEPS: Final = 100
+"""The unfinished steps a status lists (the rest are counted)."""
 
 
 class JobSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +64,29 @@ class JobSummary(msgspec.Struct, frozen=True, kw_only=True):
     shards_total: int
 
 
+class StepState(msgspec.Struct, frozen=True, kw_only=True):
+    """A step of a job that has not finished, as ``eceb-dist status`` shows it.
+
+    Fields:
+        step: the step (``coordinate``, ``rehash:7``, ``reduce:evaluate``).
+        name: what messages call it (``re-hash shard 7``).
+        state: ``queued`` (published, not started yet), ``running`` (its
+            lease held), or ``lost`` (started and its lease lapsed: it is
+            published again at the next watch).
+        since_s: seconds it has been queued (since it was last published) or running.
+        worker, pid: who runs it (``running`` only).
+        republished: how often it was published again.
+    """
+
+    step: str
+    name: str
+    state: Literal["queued", "running", "lost"]
+    since_s: int | None
+    worker: str | None = None
+    pid: int | None = None
+    republished: int = 0
+
+
 class JobStatus(JobSummary, frozen=True, kw_only=True):
     """One job's state, as ``eceb-dist status --json`` prints it: its
     :class:`JobSummary`, then:
@@ -68,6 +101,9 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
         verified: a verification's outcome once done.
         error_kind, error: why it failed.
         report_digest: BLAKE3 of the report it wrote.
+        waiting: the steps it waits for (published, not finished), the
+            first :data:`SHOWN_STEPS` of them; ``waiting_count`` counts them all.
+        live_workers: the workers heard from lately (none: nothing runs it).
     """
 
     rehash_done: int
@@ -86,6 +122,9 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
     error_kind: str | None
     error: str | None
     report_digest: str | None
+    waiting: tuple[StepState, ...] = ()
+    waiting_count: int = 0
+    live_workers: tuple[str, ...] = ()
 
 
 def rfc3339(seconds: int) -> str:
@@ -121,9 +160,98 @@ def job_summary(job_id: str, state: Mapping[str, str], now_s: int) -> JobSummary
     )
 
 
-def job_status(job_id: str, state: Mapping[str, str], failures: Iterable[str], now_s: int) -> JobStatus:
-    """The status of job ``job_id`` from its ``state`` and ``failures`` at Unix time ``now_s``."""
+def step_name(step: str) -> str:
+    """What messages call a step: ``re-hash shard 7``, ``evaluation shard 0``,
+    ``the first step``, ``the reduce of the re-hash``."""
+    shard = step_stage(step)
+    if shard is not None:
+        return f"{'re-hash' if shard[0] == 'rehash' else 'evaluation'} shard {shard[1]}"
+    if step == COORDINATE:
+        return "the first step"
+    return "the reduce of the " + ("re-hash" if step.endswith(":rehash") else "evaluation")
+
+
+def waiting_steps(steps: Mapping[str, Step], progress: Progress, now_ms: int) -> list[StepState]:
+    """The steps published and not finished (shards in index order, then
+    the reduces), and where each stands at Unix time ``now_ms``."""
+    found = []
+    for step in sorted(steps, key=_step_order):
+        published = progress.published.get(step)
+        if step in progress.finished or published is None:
+            continue
+        lease = progress.leases.get(step)
+        republished = progress.republished.get(step, 0)
+        name = step_name(step)
+        if lease is not None:
+            since = max(0, (now_ms - lease.since_ms) // 1000)
+            found.append(
+                StepState(
+                    step=step,
+                    name=name,
+                    state="running",
+                    since_s=since,
+                    worker=lease.worker,
+                    pid=lease.pid,
+                    republished=republished,
+                )
+            )
+            continue
+        waited = max(0, (now_ms - published) // 1000)
+        state: Literal["queued", "lost"] = "lost" if step in progress.started else "queued"
+        found.append(StepState(step=step, name=name, state=state, since_s=waited, republished=republished))
+    return found
+
+
+def _step_order(step: str) -> tuple[int, int, str]:
+    shard = step_stage(step)
+    if step == COORDINATE:
+        return (0, 0, step)
+    if shard is not None:
+        return (1 if shard[0] == "rehash" else 3, shard[1], step)
+    return (2 if step.endswith(":rehash") else 4, 0, step)
+
+
+def waiting_lines(waiting: Iterable[StepState], count: int, live_workers: Iterable[str], phase: str) -> list[str]:
+    """The lines of ``eceb-dist status`` under a running job's status line:
+    each step it waits for (at most a few), and when no worker is alive."""
+    if phase in TERMINAL_PHASES:
+        return []
+    shown = list(waiting)
+    lines = [f"  waiting for {_step_text(state)}" for state in shown[:10]]
+    if count > len(lines):
+        lines.append(f"  ... and {count - len(lines)} more step(s)")
+    if not list(live_workers):
+        lines.append("  no live worker: the job waits until a worker starts (eceb-dist worker)")
+    return lines
+
+
+def _step_text(state: StepState) -> str:
+    if state.state == "running":
+        text = f"{state.name}: running on {state.worker} (pid {state.pid}) for {age_text(state.since_s)}"
+    elif state.state == "queued":
+        text = f"{state.name}: queued for {age_text(state.since_s)}"
+    else:
+        text = (
+            f"{state.name}: lost (published {age_text(state.since_s)} ago, not running); "
+            "it is published again at the next watch"
+        )
+    if state.republished:
+        text += f" (published {state.republished + 1} times in all)"
+    return text
+
+
+def job_status(
+    job_id: str,
+    state: Mapping[str, str],
+    failures: Iterable[str],
+    now_s: int,
+    waiting: Iterable[StepState] = (),
+    live_workers: Iterable[str] = (),
+) -> JobStatus:
+    """The status of job ``job_id`` from its ``state`` and ``failures`` at
+    Unix time ``now_s``, with the steps it waits for and the workers alive."""
     summary = job_summary(job_id, state, now_s)
+    pending = list(waiting)
     verified = _number(state, "verified")
     return JobStatus(
         **msgspec.structs.asdict(summary),
@@ -143,6 +271,9 @@ def job_status(job_id: str, state: Mapping[str, str], failures: Iterable[str], n
         error_kind=state.get("error_kind"),
         error=state.get("error"),
         report_digest=state.get("report_digest"),
+        waiting=tuple(pending[:SHOWN_STEPS]),
+        waiting_count=len(pending),
+        live_workers=tuple(live_workers),
     )
 
 

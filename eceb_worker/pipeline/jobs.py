@@ -12,7 +12,7 @@ A job is a sequence of steps; between them, map stages any executor runs::
 evaluate``), the map stages run by an :class:`Executor` (this process and
 helper processes); the cluster (:mod:`eceb_worker.cluster.tasks`) runs the
 same :meth:`Job.start` and :meth:`Job.after` as Celery tasks, each map stage
-as a chord of shard tasks. Only the first step differs: in one process the
+as shard tasks, the last to answer publishing the reduce. Only the first step differs: in one process the
 inputs are held whole (:class:`~eceb_worker.pipeline.shards.Held`), on a
 cluster the coordinator scans the registry and keeps no artifact.
 """

@@ -279,7 +279,7 @@ def test_tls_job_matches_eceb_evaluate_and_leaks_no_credential(
     commands = bytes(executed).decode("utf-8", errors="replace")
     assert f'"HSET" "eceb:job:{job_id}"' in commands
     assert '"LPUSH" "eceb"' in commands  # task messages sent to the queue
-    assert '"SET" "celery-task-meta-' in commands or '"SETEX" "celery-task-meta-' in commands
+    assert f'"HSETNX" "eceb:job:{job_id}:answers:' in commands  # the shards' answers
     cluster.assert_no_secret("a command Redis ran", commands)
     logs = cluster.workers.logs()
     assert f"{cluster.workers.names[0]} ready." in logs
@@ -291,7 +291,7 @@ def test_tls_job_matches_eceb_evaluate_and_leaks_no_credential(
     keys, blob = redis_dump(cluster.redis)
     names = [key.decode() for key in keys]
     assert f"eceb:job:{job_id}" in names
-    assert any(name.startswith("celery-task-meta-") for name in names)
+    assert f"eceb:job:{job_id}:steps" in names  # the steps published, kept for the watch
     cluster.assert_no_secret("Redis", blob)
 
 

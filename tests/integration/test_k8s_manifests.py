@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from eceb_worker.cluster.app import QUEUE
+from eceb_worker.cluster.steps import Bounds
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from tests.support.k8s import OVERLAYS, command_line, container, find, pod_spec, render
 from tests.support.paths import REPO
@@ -181,6 +182,18 @@ def test_every_pod_is_locked_down(objects: list[dict[str, Any]]) -> None:
     settings = find(objects, "ConfigMap", "eceb-settings")["data"]
     for variable in ("HOME", "TMPDIR", "MPLCONFIGDIR"):
         assert settings[variable].startswith("/tmp"), variable  # the only writable place
+
+
+def test_workers_run_a_lost_shard_again_within_a_minute(objects: list[dict[str, Any]]) -> None:
+    """The bounds of a lost step are set explicitly, to the defaults that
+    run a shard lost with its pod again within a minute (docs/SETTINGS.md)."""
+    settings = find(objects, "ConfigMap", "eceb-settings")["data"]
+    bounds = Bounds()
+    assert (settings["ECEB_LEASE_S"], settings["ECEB_HEARTBEAT_S"]) == (str(bounds.lease_s), str(bounds.heartbeat_s))
+    assert (settings["ECEB_WATCH_S"], settings["ECEB_UNTAKEN_S"]) == (str(bounds.watch_s), str(bounds.untaken_s))
+    assert settings["ECEB_VISIBILITY_TIMEOUT"] == "3600"
+    assert bounds.lease_s + bounds.watch_s + bounds.heartbeat_s < 60
+    assert bounds.untaken_s + bounds.watch_s < 60
 
 
 def test_grace_period_outlasts_a_shard(objects: list[dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from eceb_worker.cluster.app import QUEUE
+from eceb_worker.cluster.steps import Bounds
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -35,6 +36,8 @@ HOST_ENV = {
 """What ``eceb-dist`` on the host is given to reach the compose cluster (README, "From the host")."""
 
 ECEB_SERVICES = ("worker", "submit-example", "verify-example")
+BOUND_SETTINGS = ("ECEB_LEASE_S", "ECEB_HEARTBEAT_S", "ECEB_WATCH_S", "ECEB_UNTAKEN_S", "ECEB_VISIBILITY_TIMEOUT")
+"""How soon a lost step runs again (docs/SETTINGS.md), set explicitly in every deployment."""
 LOCAL_DEFAULTS = {
     "ECEB_REDIS_PASSWORD": "eceb-local",
     "ECEB_S3_ACCESS_KEY": "eceb-local",
@@ -98,6 +101,14 @@ def test_eceb_services_share_one_environment(compose: dict[str, Any], services: 
     flower = services["flower"]
     assert flower["environment"]["CELERY_BROKER_URL"] == env["ECEB_BROKER_URL"]
     assert "$$CELERY_BROKER_URL" in " ".join(flower["command"])
+    bounds = Bounds()
+    assert {key: env[key] for key in BOUND_SETTINGS} == {
+        "ECEB_LEASE_S": str(bounds.lease_s),
+        "ECEB_HEARTBEAT_S": str(bounds.heartbeat_s),
+        "ECEB_WATCH_S": str(bounds.watch_s),
+        "ECEB_UNTAKEN_S": str(bounds.untaken_s),
+        "ECEB_VISIBILITY_TIMEOUT": "3600",
+    }
     minio = services["minio"]["environment"]
     assert minio["MINIO_ROOT_USER"] == env["AWS_ACCESS_KEY_ID"]
     assert minio["MINIO_ROOT_PASSWORD"] == env["AWS_SECRET_ACCESS_KEY"]

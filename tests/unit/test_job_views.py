@@ -5,6 +5,8 @@ messages it runs (eceb_worker/pipeline/messages.py, ``with_endpoint``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 
@@ -16,6 +18,9 @@ from eceb_worker.cluster.views import (
     jobs_lines,
     progress_text,
     rfc3339,
+    step_name,
+    waiting_lines,
+    waiting_steps,
 )
 from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
@@ -188,3 +193,49 @@ def test_a_worker_reaches_storage_through_its_own_endpoint(message: object) -> N
     assert _endpoints(own) == {"http://worker:9000"}
     assert type(own) is type(message)
     assert with_endpoint(message, None) is message  # type: ignore[type-var]  # none of its own: the submitter's
+
+
+def _waiting() -> list[Any]:
+    from eceb_worker.cluster.steps import Lease, Progress, Step
+
+    steps = {
+        name: Step(task="t", args=[], task_id=name)
+        for name in ("rehash:10", "rehash:2", "reduce:rehash", "evaluate:0", "coordinate")
+    }
+    progress = Progress(
+        finished={"coordinate"},
+        started={"rehash:10"},
+        published={"rehash:10": 1_000, "rehash:2": 50_000, "evaluate:0": 61_000, "coordinate": 0},
+        republished={"rehash:10": 2},
+        leases={"rehash:2": Lease(worker="eceb@pod-1", pid=42, since_ms=55_000, token="t")},
+    )
+    return waiting_steps(steps, progress, now_ms=100_000)
+
+
+def test_waiting_steps_in_order_and_where_each_stands() -> None:
+    shown = _waiting()
+    assert [(s.step, s.state, s.since_s, s.worker, s.pid, s.republished) for s in shown] == [
+        ("rehash:2", "running", 45, "eceb@pod-1", 42, 0),
+        ("rehash:10", "lost", 99, None, None, 2),
+        ("evaluate:0", "queued", 39, None, None, 0),
+    ]  # the reduce, not published yet, and the finished first step are not waited for
+
+
+def test_waiting_lines_name_each_step_and_say_when_no_worker_lives() -> None:
+    shown = _waiting()
+    assert waiting_lines(shown, 3, ["eceb@pod-1"], "verifying") == [
+        "  waiting for re-hash shard 2: running on eceb@pod-1 (pid 42) for 45s",
+        "  waiting for re-hash shard 10: lost (published 1m 39s ago, not running); it is published again at the "
+        "next watch (published 3 times in all)",
+        "  waiting for evaluation shard 0: queued for 39s",
+    ]
+    assert waiting_lines(shown[:1], 12, [], "verifying")[1:] == [
+        "  ... and 11 more step(s)",
+        "  no live worker: the job waits until a worker starts (eceb-dist worker)",
+    ]
+    assert waiting_lines(shown, 3, [], "done") == []
+    assert [step_name(s) for s in ("coordinate", "reduce:evaluate", "evaluate:3")] == [
+        "the first step",
+        "the reduce of the evaluation",
+        "evaluation shard 3",
+    ]
