@@ -42,7 +42,8 @@ import msgspec
 
 from eceb_worker.cluster.backend import policy_of
 from eceb_worker.cluster.state import JobStore, Phase
-from eceb_worker.cluster.steps import COORDINATE, Progress, Step, reduce_step, shard_step, step_stage
+from eceb_worker.cluster.steps import Progress, Step, reduce_step, shard_step
+from eceb_worker.cluster.views import step_name
 from eceb_worker.cluster.work import WorkStore, work_of
 from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import ShardFailed, ShardTask, shard_index, stage_of
@@ -88,17 +89,6 @@ def publish_reduce(work: WorkStore, send: Send, job_id: str, stage: str) -> bool
     return record is not None and publish_step(work, send, job_id, step, record, again=False)
 
 
-def _describe(step: str) -> str:
-    """How messages name a step: ``re-hash shard 3``, ``the reduce of evaluation``, ``the first step``."""
-    shard = step_stage(step)
-    if shard is not None:
-        stage, index = shard
-        return f"{'re-hash' if stage == 'rehash' else 'evaluation'} shard {index}"
-    if step == COORDINATE:
-        return "its first step"
-    return f"the reduce of its {step.removeprefix('reduce:')} shards"
-
-
 def due(
     step: str, progress: Progress, now_ms: int, untaken_ms: int, queued: Callable[[], set[str]], task_id: str
 ) -> str:
@@ -133,14 +123,14 @@ def watch_job(work: WorkStore, jobs: JobStore, send: Send, job_id: str, queued: 
         count = progress.republished.get(step, 0)
         if count >= work.bounds.republish_limit:
             error = (
-                f"{_describe(step)} was published {count + 1} times and never finished (revoked, or lost with "
+                f"{step_name(step)} was published {count + 1} times and never finished (revoked, or lost with "
                 f"its worker each time); submit the job again"
             )
             if jobs.fail(job_id, ErrorKind.STORAGE, error):
                 _logger.warning("job failed: %s error: %s", ErrorKind.STORAGE.value, error)
             return done
         if publish_step(work, send, job_id, step, steps[step], again=True):
-            _logger.warning("job %s: %s published again (%s)", job_id, _describe(step), why)
+            _logger.warning("job %s: %s published again (%s)", job_id, step_name(step), why)
             done.append(f"{step} ({why})")
     for stage in ("rehash", "evaluate"):
         if publish_reduce(work, send, job_id, stage):
