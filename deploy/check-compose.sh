@@ -56,7 +56,8 @@ done <<<"$ports"
 grep -qx '127.0.0.1:6379:6379/tcp' <<<"$ports" || fail "Redis is not published on 127.0.0.1:6379"
 
 redis=$(service redis)
-grep -q -- '--requirepass "$$REDIS_PASSWORD"' <<<"$redis" || fail "Redis does not require a password"
+grep -q -- 'requirepass $$REDIS_PASSWORD' <<<"$redis" || fail "Redis does not require a password"
+! grep -qE -- '--requirepass|-a "|--broker=' <<<"$config" || fail "a password is given on a command line"
 grep -qx "      REDIS_PASSWORD: $password" <<<"$redis" || fail "Redis's password is not ECEB_REDIS_PASSWORD"
 brokers=$(grep -E '(ECEB_BROKER_URL|ECEB_RESULT_BACKEND|CELERY_BROKER_URL|CELERY_RESULT_BACKEND):' <<<"$config")
 [[ -n $brokers ]] || fail "no broker URL found"

@@ -17,23 +17,59 @@ if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
     from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = ["cluster_options", "connect", "settings_checked", "submit_job"]
+__all__ = ["cluster_options", "connect", "holds_password", "settings_checked", "submit_job"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def holds_password(value: str) -> bool:
+    """Whether ``value`` holds a URL with user information (``user:password@``
+    or ``:password@`` before the host), in any part of a ``;``-separated
+    list or after an ``=`` (``--broker=URL``)."""
+    for part in value.split(";"):
+        _, separator, rest = part.partition("://")
+        if separator and "@" in rest.split("/", 1)[0]:
+            return True
+    return False
+
+
+def _without_password(context: click.Context, parameter: click.Parameter, value: str | None) -> str | None:
+    """A ``--broker-url`` or ``--result-backend`` holding a password
+    (:func:`holds_password`) is a usage error naming its variable: a command
+    line shows in the process list (``ps``, ``/proc/PID/cmdline``) to every
+    user of the machine. The URL is never repeated."""
+    if value is None:
+        return value
+    if holds_password(value):
+        variable = "ECEB_BROKER_URL" if parameter.name == "broker_url" else "ECEB_RESULT_BACKEND"
+        option = "--broker-url" if parameter.name == "broker_url" else "--result-backend"
+        raise click.BadParameter(
+            f"holds a password, which a command line shows to every user of the machine (ps); give this URL "
+            f"in {variable} (the environment) and leave {option} out",
+            ctx=context,
+            param=parameter,
+        )
+    return value
+
+
 def cluster_options(function: F) -> F:
-    """Broker, result backend and S3 endpoint options (each with its environment variable)."""
+    """Broker, result backend and S3 endpoint options (each with its
+    environment variable). A broker or backend URL holding a password is
+    refused on the command line (:func:`_without_password`): it goes in the
+    environment."""
     for decorator in reversed(
         [
             click.option(
                 "--broker-url",
-                help="Celery broker URL (default redis://127.0.0.1:6379/0); rediss:// for TLS, the CA bundle "
-                "in ECEB_REDIS_CA_CERTS. Env: ECEB_BROKER_URL.",
+                callback=_without_password,
+                help="Celery broker URL (default redis://127.0.0.1:6379/0), without a password (one goes in "
+                "ECEB_BROKER_URL); rediss:// for TLS, the CA bundle in ECEB_REDIS_CA_CERTS. Env: ECEB_BROKER_URL.",
             ),
             click.option(
                 "--result-backend",
-                help="Celery result backend URL, a Redis URL (default: the broker). Env: ECEB_RESULT_BACKEND.",
+                callback=_without_password,
+                help="Celery result backend URL, a Redis URL without a password (default: the broker). "
+                "Env: ECEB_RESULT_BACKEND.",
             ),
             click.option(
                 "--endpoint-url",

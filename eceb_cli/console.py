@@ -1,5 +1,8 @@
 """Terminal behaviour shared by the commands: error reports mapped to exit
-codes, progress bars, worker defaults.
+codes, progress bars, worker defaults, and the text writer (:func:`echo`):
+what an input holds is printed with its non-printable characters escaped
+(:func:`~eceb_worker.render.terminal.printable`), so that no id can move
+the cursor or rewrite a line.
 """
 
 from __future__ import annotations
@@ -26,17 +29,27 @@ from eceb_worker.errors import (
     StorageError,
     VerificationError,
 )
+from eceb_worker.render.terminal import printable
 from eceb_worker.settings import read_setting
 
-__all__ = ["default_workers", "endpoint", "handle_errors", "progress", "report_input_error"]
+__all__ = ["default_workers", "echo", "endpoint", "handle_errors", "progress", "report_input_error"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def echo(line: str, *, err: bool = False) -> None:
+    """Print one line of text on standard output (``err``: standard error),
+    its non-printable characters escaped (:func:`printable`): the writer for
+    text that holds what an input says (ids, paths, messages, worker
+    names). JSON is printed as it is: its own escaping suffices."""
+    click.echo(printable(line), err=err)
+
+
 def _error(line: str) -> None:
     """Print ``line`` on stderr, every URL in it redacted: a message may quote
-    what an input file holds, a credential included (:func:`redact_text`)."""
-    click.echo(redact_text(line), err=True)
+    what an input file holds, a credential included (:func:`redact_text`),
+    and its non-printable characters escaped (:func:`echo`)."""
+    echo(redact_text(line), err=True)
 
 
 def report_input_error(error: InputError) -> None:

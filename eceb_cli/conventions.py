@@ -102,6 +102,7 @@ EXITS: Final[dict[str, tuple[int, ...]]] = {
         exit_codes.REGRESSION,
         exit_codes.JOB_NOT_FINISHED,
     ),
+    "eceb-dist nightly-accept": _CLUSTER,
     "eceb-dist probe": (exit_codes.OK, exit_codes.TASKS_FAILED, exit_codes.USAGE, exit_codes.INTERNAL),
     "eceb-dist result": (
         *_CLUSTER,

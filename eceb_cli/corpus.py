@@ -12,18 +12,19 @@ import msgspec
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import default_workers, endpoint, handle_errors, progress
-from eceb_cli.conventions import ConventionalGroup, info, say
+from eceb_cli.conventions import ConventionalGroup, info, is_verbose, say
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import registry_lines
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import VerificationReport, encode_verification
+from eceb_worker.errors import InputError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.inputs import load_registry
 from eceb_worker.pipeline.jobs import SCAN_COST
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
-from eceb_worker.render.text import finding_lines, verification_verdict
+from eceb_worker.render.text import finding_lines, unregistered_lines, verification_verdict
 
 __all__ = ["advance_by", "corpus", "print_findings", "print_verification", "source_options"]
 
@@ -92,9 +93,11 @@ def register(
 
     Each file's kind and classification come from the rules file (first
     matching glob wins); its artifact_id is its corpus-relative path. A file
-    no rule classifies is an error: every such file is listed, nothing is
-    written.
+    no rule classifies is an error, nothing is written: such files are
+    grouped by top-level directory, with their count and the first few
+    named (-v lists every file).
     """
+    from eceb_worker.corpus.rules import group_unclassified
     from eceb_worker.pipeline.inputs import load_rules
     from eceb_worker.pipeline.register import register_corpus
 
@@ -109,16 +112,21 @@ def register(
     def listed(files: int, size: int) -> None:
         totals.update(files=files, size=size)
 
-    with progress("hashing", total=0) as advance:
-        registry = register_corpus(
-            spec,
-            rules,
-            rules_name=str(rules_path),
-            executor=InProcessExecutor(workers),
-            shard_bytes=shard_bytes,
-            on_answer=advance_by(advance),
-            on_listed=listed,
-        )
+    try:
+        with progress("hashing", total=0) as advance:
+            registry = register_corpus(
+                spec,
+                rules,
+                rules_name=str(rules_path),
+                executor=InProcessExecutor(workers),
+                shard_bytes=shard_bytes,
+                on_answer=advance_by(advance),
+                on_listed=listed,
+            )
+    except InputError as error:
+        if is_verbose():  # every file, one problem a line
+            raise
+        raise InputError(group_unclassified(error.problems, str(rules_path), hint=" (-v lists every file)")) from None
     output.write(registry_lines(registry))
     size = sum(a.size_bytes for a in registry.artifacts)
     if as_json:
@@ -153,30 +161,64 @@ def root(registry_path: Path, as_json: bool) -> None:
 @click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @click.option("--source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON on stdout.")
+@click.option(
+    "--unregistered",
+    type=click.Choice(["fail", "report", "ignore"]),
+    default="fail",
+    show_default=True,
+    help=(
+        "Files (objects) of SOURCE that REGISTRY does not list: fail the verification, "
+        "only report them, or do not look for them."
+    ),
+)
+@click.option(
+    "--rules",
+    "rules_path",
+    callback=local_path,
+    help="The rules file REGISTRY was made with: files its exclude globs match are not unregistered.",
+)
 @source_options
 @handle_errors
 def verify(
     registry_path: Path,
     source: str,
     as_json: bool,
+    unregistered: str,
+    rules_path: Path | None,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
     shard_bytes: int,
 ) -> None:
     """Re-hash every artifact of REGISTRY from SOURCE and report every missing,
-    stale, unreadable or escaping artifact.
+    stale, unreadable or escaping artifact, and every file of SOURCE that
+    REGISTRY does not list (by name only).
 
-    Exit 0 when all verify, 4 when any does not, 3 for an invalid registry,
-    5 when the storage cannot be read at all.
+    Exit 0 when all verify and no file is unregistered (or only reported),
+    4 when any does not, 3 for an invalid registry, 5 when the storage
+    cannot be read at all.
     """
     from eceb_worker.executors.streaming import verify_streamed
 
+    skip = None
+    if rules_path is not None:
+        from eceb_worker.corpus.rules import excluded
+        from eceb_worker.pipeline.inputs import load_rules
+
+        skip = excluded(load_rules(read_input(rules_path), str(rules_path)))
     spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
     with progress("verifying", total=0) as advance:  # the count is known once the registry is checked
         report = verify_streamed(
             str(registry_path), spec, workers=workers, shard_bytes=shard_bytes, on_answer=advance_by(advance)
         )
+    if unregistered != "ignore":
+        from eceb_worker.io.unregistered import find_unregistered, with_unregistered
+
+        with progress("listing", total=0) as listed:
+            found = find_unregistered(
+                str(registry_path), spec, fail=unregistered == "fail", on_listed=listed, skip=skip
+            )
+        report = with_unregistered(report, found)
     print_verification(report, as_json=as_json)
 
 
@@ -194,13 +236,16 @@ def advance_by(advance: Callable[[int], object]) -> Callable[[ShardAnswer], None
 
 def print_verification(report: VerificationReport, *, as_json: bool) -> None:
     """Print a verification report as ``eceb corpus verify`` does (its JSON
-    on stdout, or its findings on stderr and its verdict), then exit 4
-    unless every artifact verified."""
+    on stdout, or its findings and unregistered files on stderr and its
+    verdict), then exit 4 unless it is ok (every artifact verified, and no
+    unregistered file that fails it)."""
     if as_json:
         sys.stdout.buffer.write(encode_verification(report))
         sys.stdout.flush()
     else:
         print_findings(report)
+        for line in unregistered_lines(report):
+            click.echo(line, err=True)
         click.echo(verification_verdict(report))
     if not report.ok:
         sys.exit(exit_codes.VERIFICATION_FAILED)

@@ -21,7 +21,7 @@ from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint, handle_errors
 from eceb_cli.conventions import group_epilog
 from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
-from eceb_cli.dist_worker import check_metrics_port, worker_environment, worker_settings
+from eceb_cli.dist_worker import check_metrics_port, refuse_passwords, worker_environment, worker_settings
 from eceb_cli.outcomes import (
     exit_for,
     exit_for_verdict,
@@ -351,14 +351,15 @@ def worker(
     """Run a Celery worker for eceb's tasks (extra arguments go to `celery worker`).
 
     The same as: celery -A eceb_worker.cluster.app worker --pool prefork -Q eceb
-    --hostname eceb@%h (the node name `eceb-dist probe` asks by default; give
-    -n NAME to choose another).
+    --hostname eceb@%h (the node name `eceb-dist probe --node eceb@%h` asks;
+    give -n NAME to choose another).
 
     The worker reaches S3 through its own endpoint (--endpoint-url or
     ECEB_S3_ENDPOINT_URL), whatever endpoint a job's submitter used; one
     configured with none uses the submitter's.
     """
     endpoint(endpoint_url)  # one holding credentials is a usage error
+    refuse_passwords(celery_args)
     environment = worker_environment(
         os.environ,
         broker_url=broker_url,
@@ -385,10 +386,11 @@ def worker(
 
 def _add_commands() -> None:
     """Commands defined in modules of their own."""
-    from eceb_cli.nightly import nightly
+    from eceb_cli.nightly import accept_night, nightly
     from eceb_cli.probe import probe
 
     main.add_command(nightly)
+    main.add_command(accept_night)
     main.add_command(probe)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
+from eceb_cli.console import echo
 from eceb_cli.outcomes import job_state, status_line, wait_until_ended
 
 if TYPE_CHECKING:
@@ -38,11 +39,11 @@ def print_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
         status = job_status(job_id, state, failures, int(time.time()), waiting, live)
         click.echo(msgspec.json.encode(status).decode())
         return
-    click.echo(status_line(job_id, state, failures))
+    echo(status_line(job_id, state, failures))
     for failure in failures:
-        click.echo(f"  failure: {failure}")
+        echo(f"  failure: {failure}")
     for line in waiting_lines(waiting, len(waiting), live, state.get("phase", "")):
-        click.echo(line)
+        echo(line)
 
 
 def watch_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
@@ -56,7 +57,7 @@ def watch_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
     def each(state: dict[str, str]) -> None:
         line = status_line(job_id, state, cluster.store.failures(job_id))
         if lines and line != last[0]:
-            click.echo(line)
+            echo(line)
             last[0] = line
 
     wait_until_ended(cluster, job_id, None, each=each)
@@ -79,4 +80,4 @@ def print_jobs(cluster: Cluster, limit: int, *, as_json: bool) -> None:
         click.echo("no jobs", err=True)
         return
     for line in jobs_lines(summaries):
-        click.echo(line)
+        echo(line)

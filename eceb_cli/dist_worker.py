@@ -10,10 +10,10 @@ from collections.abc import Mapping
 
 import click
 
-from eceb_cli.cluster_commands import settings_checked
+from eceb_cli.cluster_commands import holds_password, settings_checked
 from eceb_worker.settings import Settings
 
-__all__ = ["check_metrics_port", "worker_environment", "worker_settings"]
+__all__ = ["check_metrics_port", "refuse_passwords", "worker_environment", "worker_settings"]
 
 
 def worker_environment(base: Mapping[str, str], **options: str | int | None) -> dict[str, str]:
@@ -59,3 +59,17 @@ def check_metrics_port(settings: Settings) -> None:
         raise click.UsageError(
             f"--metrics-port {port} (ECEB_METRICS_PORT): cannot listen on {address} ({exc.strerror or exc})"
         ) from None
+
+
+def refuse_passwords(celery_args: tuple[str, ...]) -> None:
+    """Refuse arguments for ``celery worker`` that hold a password (a URL with
+    user information): a command line is shown to every user of the machine.
+
+    Raises:
+        click.UsageError: naming the environment variables to use instead.
+    """
+    if any(holds_password(argument) for argument in celery_args):
+        raise click.UsageError(
+            "an argument for celery holds a password, which a command line shows to every user of the machine "
+            "(ps); give the broker in ECEB_BROKER_URL and the backend in ECEB_RESULT_BACKEND (the environment)"
+        )

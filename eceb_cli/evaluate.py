@@ -119,8 +119,8 @@ def evaluate(
 @click.option("--json", "as_json", is_flag=True, help="Print what was found as one JSON object.")
 @handle_errors
 def validate(path: Path, benchmark_path: Path | None, as_json: bool) -> None:
-    """Validate FILE: a registry, rules file, benchmark, run, report or
-    verification report.
+    """Validate FILE: a registry, rules file, benchmark, run, report,
+    verification report, publication manifest, sources or declarations file.
 
     The kind comes from the file's schema identifier (symgliph.eceb/KIND-v0.1).
     A benchmark is checked with its registry, and its task root and corpus

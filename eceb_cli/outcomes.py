@@ -16,7 +16,7 @@ import click
 import msgspec
 
 from eceb_cli import exit_codes
-from eceb_cli.console import progress, report_input_error
+from eceb_cli.console import echo, progress, report_input_error
 from eceb_cli.conventions import Stopped
 from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
@@ -104,9 +104,9 @@ def exit_for(job_id: str, state: dict[str, str]) -> None:
         report_input_error(InputError(msgspec.json.decode(state["problems"], type=list[Problem])))
     elif kind is ErrorKind.VERIFICATION and state.get("verification"):
         print_findings(verification_of(state))
-        click.echo(f"error: {state.get('error')}", err=True)
+        echo(f"error: {state.get('error')}", err=True)
     else:
-        click.echo(f"error: {kind.value}: {state.get('error')}", err=True)
+        echo(f"error: {kind.value}: {state.get('error')}", err=True)
     click.echo(f"job {job_id} failed; no report was written", err=True)
     sys.exit(exit_codes.for_kind(kind))
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import click
 
 from eceb_cli.console import handle_errors
-from eceb_cli.conventions import ConventionalGroup
+from eceb_cli.conventions import ConventionalGroup, is_quiet
 from eceb_cli.outputs import Output
 from eceb_cli.pair_run import run, status
 from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, stop
 from eceb_cli.pair_summary import summary
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
-from eceb_worker.render.pairs import plan_lines
+from eceb_worker.render.pairs import execution_lines, plan_lines
 
 __all__ = ["pair"]
 
@@ -30,12 +30,13 @@ def pair() -> None:
 def plan(as_json: bool) -> None:
     """Print the fixed counterbalanced schedule: the execution order, the
     cumulative execution counts and the order imbalance, counted from the
-    seed's table. Runs nothing."""
+    seed's table (with -q, only the execution order, a line a pair). Runs
+    nothing."""
     schedule = make_plan()
     if as_json:
         Output(None).write([canonical_json(schedule), b"\n"])
         return
-    for line in plan_lines(schedule):
+    for line in execution_lines(schedule) if is_quiet() else plan_lines(schedule):
         click.echo(line)
 
 

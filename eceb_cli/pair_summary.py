@@ -14,12 +14,13 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_cli.console import handle_errors
+from eceb_cli.conventions import is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.errors import OutputError
 from eceb_worker.io.files import path_inside
 from eceb_worker.pipeline.pair_summary import pair_directories, summarize_pairs
-from eceb_worker.render.pair_summary import csv_rows, summary_lines
+from eceb_worker.render.pair_summary import csv_rows, summary_lines, verdict_line
 
 __all__ = ["summary"]
 
@@ -87,7 +88,8 @@ def summary(
     bundles. Missing or changed evidence keeps its attempt visible and its
     pair from counting. Prints the pairs, the differences A - B (overview
     minus task cue) with their coverage, the schedule check and the
-    verdict. Exit 0 with a verdict, 1 without one (every reason listed),
+    verdict (with -q, only the verdict line; -o and --csv are written
+    all the same). Exit 0 with a verdict, 1 without one (every reason listed),
     3 for inputs that are not task-pair or experiment directories.
     """
     outputs = [out for out in (output, csv_output) if out is not None]
@@ -100,6 +102,6 @@ def summary(
         csv.writer(text, lineterminator="\n").writerows(csv_rows(shown))
         csv_output.write([text.getvalue().encode()])
     if not any(out.to_stdout for out in outputs):
-        for line in summary_lines(shown):
+        for line in [verdict_line(shown)] if is_quiet() else summary_lines(shown):
             click.echo(line)
     sys.exit(exit_codes.OK if shown.verdict.reached else exit_codes.TASKS_FAILED)

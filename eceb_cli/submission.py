@@ -11,6 +11,7 @@ import uuid
 from typing import TYPE_CHECKING, Final
 
 import click
+import msgspec
 
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.errors import InputError, Problem
@@ -18,9 +19,18 @@ from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 
 if TYPE_CHECKING:
+    from eceb_worker.io.objects import ObjectStore
     from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = ["DEFAULT_CONCURRENCY", "check_submission", "corpus_argument", "evaluation_message", "object_argument"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "REGISTRY_HEAD_BYTES",
+    "check_corpus_prefix",
+    "check_submission",
+    "corpus_argument",
+    "evaluation_message",
+    "object_argument",
+]
 
 DEFAULT_CONCURRENCY: Final = 16
 """Object reads a worker keeps in flight (``--concurrency``)."""
@@ -116,8 +126,9 @@ def check_submission(message: JobMessage) -> None:
     """What can be told before queuing: the inputs in object storage exist
     (every missing one named, :class:`InputError`), each is of the kind its
     role takes (the first bytes of each are read: a benchmark given as the
-    run is named so, once), and the report can be written under ``--out``
-    (:class:`~eceb_worker.errors.OutputError`)."""
+    run is named so, once), an ``s3://`` corpus holds the registry's first
+    artifact (:func:`check_corpus_prefix`), and the report can be written
+    under ``--out`` (:class:`~eceb_worker.errors.OutputError`)."""
     from eceb_worker.core.urls import is_s3_url
     from eceb_worker.documents import HEAD_BYTES, wrong_kind
     from eceb_worker.io.objects import ObjectStore
@@ -147,5 +158,92 @@ def check_submission(message: JobMessage) -> None:
             wrong.append(problem)
     if wrong:
         raise InputError(wrong)
+    registry = inputs.registry or _registry_of(store, inputs.benchmark)
+    if registry and is_s3_url(registry) and is_s3_url(message.corpus.source):
+        check_corpus_prefix(store, registry, message.corpus.source)
     if message.out:
         store.check_writable(message.out)
+
+
+REGISTRY_HEAD_BYTES: Final = 64 * 1024
+"""At most this many bytes of a registry are read at submission, for its
+first artifact's line (ECEB-0.1 §5: the header, then one line an artifact)."""
+
+
+class _RegistryReference(msgspec.Struct):
+    path: str
+
+
+class _BenchmarkRegistry(msgspec.Struct):
+    registry: _RegistryReference
+
+
+class _FirstArtifact(msgspec.Struct):
+    path: str
+
+
+def _registry_of(store: ObjectStore, benchmark: str) -> str:
+    """The ``s3://`` URL of ``benchmark``'s registry (its ``registry.path``
+    beside it); ``""`` when the benchmark is not an object or does not say
+    (the job reports what is wrong with it, every problem together)."""
+    from eceb_worker.core.urls import is_s3_url, object_sibling
+
+    if not is_s3_url(benchmark):
+        return ""
+    data, _ = store.get(benchmark)
+    try:
+        relative = msgspec.json.decode(data, type=_BenchmarkRegistry).registry.path
+        return object_sibling(benchmark, relative)
+    except (msgspec.DecodeError, ValueError):
+        return ""
+
+
+def check_corpus_prefix(store: ObjectStore, registry: str, corpus: str) -> None:
+    """Refuse a corpus prefix that holds nothing: one read of at most
+    :data:`REGISTRY_HEAD_BYTES` of the registry, one HEAD of
+    ``corpus/<path>`` of its first artifact and, only when that one is
+    missing, one listing of one key under the prefix (a corpus that lacks
+    its first artifact but holds others is a verification finding the job
+    reports, not a misspelling). A misspelled prefix or bucket would
+    otherwise fail the job only once every artifact was found missing.
+
+    Raises :class:`InputError` naming ``--corpus`` and the artifact's path
+    (an id, never its bytes). A registry that cannot be read, or whose first
+    artifact cannot be told from its first bytes (not JSON lines, a path
+    that is not portable), is left to the job, which reports every problem
+    of it and of its benchmark together."""
+    from eceb_worker.core.paths import path_problems
+    from eceb_worker.core.urls import parse_s3_url
+
+    try:
+        stream, _ = store.open(registry, buffer_bytes=REGISTRY_HEAD_BYTES)
+        with stream:
+            stream.readline(REGISTRY_HEAD_BYTES)  # the header
+            line = stream.readline(REGISTRY_HEAD_BYTES)
+    except InputError:
+        return  # no registry there: the job names it, with every other problem of the benchmark
+    try:
+        path = msgspec.json.decode(line, type=_FirstArtifact).path
+    except msgspec.DecodeError:
+        return
+    if path_problems(path):
+        return
+    bucket, prefix = parse_s3_url(corpus)
+    key = f"{prefix}/{path}" if prefix else path
+    if store.exists(f"s3://{bucket}/{key}"):
+        return
+    if not store.bucket_exists(f"s3://{bucket}/{key}"):
+        reason = f"no such bucket {bucket}"
+    elif store.holds_any(corpus):
+        return  # the first artifact alone is missing: a finding the job reports with every other
+    else:
+        reason = "no object under this prefix"
+    raise InputError(
+        [
+            Problem(
+                file=corpus,
+                message=f"{reason}; the registry's first artifact, {path} (line 2 of {registry}), is not there: "
+                "is the corpus prefix right? Nothing was submitted",
+            )
+        ]
+    )

@@ -48,16 +48,21 @@ ARTIFACT: Final = Document("artifact", REGISTRY_SCHEMA, "artifact-v0.1.json", Ar
 VERIFICATION: Final = Document("verification", VERIFICATION_SCHEMA, "verification-v0.1.json", VerificationReport)
 RULES: Final = Document("rules", RULES_SCHEMA, "rules-v0.1.json", RulesFile)
 
-FILES: Final[tuple[Document, ...]] = (REGISTRY, *ECEB.documents, VERIFICATION, RULES)
+FILES: Final[tuple[Document, ...]] = (
+    REGISTRY,
+    *ECEB.documents,
+    VERIFICATION,
+    RULES,
+    PUBLICATION,
+    SOURCES,
+    DECLARATIONS,
+)
 """Every kind of file, in the order ``eceb validate`` names them."""
 
 DOCUMENTS: Final[tuple[Document, ...]] = (
     *FILES,
     ARTIFACT,
     COMPARISON,
-    PUBLICATION,
-    SOURCES,
-    DECLARATIONS,
     *PAIRED.documents,
 )
 """Every published document, with its schema file in ``schema/``."""
@@ -115,7 +120,13 @@ def wrong_kind(name: str, data: bytes, expected: str) -> Problem | None:
     )
 
 
-_NOUNS: Final = {"rules": "rules file", "verification": "verification report"}
+_NOUNS: Final = {
+    "rules": "rules file",
+    "verification": "verification report",
+    "publication": "publication manifest",
+    "sources": "sources file",
+    "declarations": "declarations file",
+}
 
 
 def a_file_of(kind: str) -> str:

@@ -1,9 +1,10 @@
 """Shared fixtures, and the tiers: every test is marked by its folder.
 
 - ``tests/unit``: the pure core and the families, in this process; the quick
-  loop (``pytest tests/unit`` or ``pytest -m unit``).
+  loop (``pytest tests/unit`` or ``pytest -m unit``, about 30 s).
 - ``tests/integration``: real files, processes, a loopback S3 server and the
-  command lines.
+  command lines; and the checks of the core too slow for the quick loop
+  (the real corpus read, a fresh interpreter, pages of plots drawn many times).
 - ``tests/cluster``: real Celery workers over a real Redis, and faults.
 
 Service fixtures (the loopback S3 server, Redis, Celery workers) live in
@@ -14,6 +15,9 @@ on every run) and keeps no example database; ``long`` (``pytest
 --hypothesis-profile=long``) draws 2,000 fresh examples for every property
 that does not fix its own count, such as the fuzz tests
 (``tests/unit/test_fuzz_decoding.py``, ``tests/integration/test_fuzz_inputs.py``).
+A property whose every example evaluates a whole run takes its count from
+``tests.support.profiles.examples``: a few under ``ci``, its full count under
+any other profile.
 """
 
 from __future__ import annotations

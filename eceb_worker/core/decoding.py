@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
+from eceb_worker.core.identifiers import ID_PATTERN, TRAILING_LINE_BREAK_SCHEMA, identifier_problem, published_pattern
 from eceb_worker.core.lenient import ITEM_DEPTH, brief_repr, copy_object, decode_lenient, value_defects
 from eceb_worker.core.repeats import repeats_no_key
 from eceb_worker.core.schemas import json_schema
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "decode_document",
+    "decoded_items",
     "item_problems",
     "json_path",
     "problems_of_value",
@@ -39,6 +41,7 @@ T = TypeVar("T", bound=msgspec.Struct)
 _QUOTED: Final = re.compile(r"'([^']*)'")
 _INDEXED: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\[\d+\])(?:\.(.*))?$")
 _NESTED_TOO_DEEPLY: Final = "nested too deeply"
+_PUBLISHED_ID: Final = published_pattern({"pattern": ID_PATTERN})["pattern"]
 
 
 @functools.cache
@@ -79,6 +82,10 @@ def _message_of(error: Any) -> str:
         if enums:
             return _message_of(enums[0])
     shown = brief_repr(error.instance)
+    if error.validator == "not" and error.validator_value == TRAILING_LINE_BREAK_SCHEMA:
+        return f"{shown} ends with a line break"
+    if error.validator == "pattern" and error.validator_value == _PUBLISHED_ID and isinstance(error.instance, str):
+        return f"{shown} {identifier_problem(error.instance) or 'is not an id'}"
     if error.validator == "pattern" and "digest" in json_path(error.absolute_path):
         return f"{shown} is not a BLAKE3-256 digest (64 lowercase hex characters)"
     if error.validator == "enum":
@@ -110,6 +117,8 @@ def problems_of_value(
     defects, cut = value_defects(value, utf8=utf8, depth=depth)
     found = [(json_path(path), message) for path, message in defects]
     errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    refused = {tuple(e.absolute_path) for e in errors if e.validator == "pattern"}
+    errors = [e for e in errors if e.validator != "not" or tuple(e.absolute_path) not in refused]
     found.extend(
         (_field_of(e), _message_of(e)) for e in errors if not any(tuple(e.absolute_path)[: len(c)] == c for c in cut)
     )
@@ -117,12 +126,14 @@ def problems_of_value(
 
 
 def record_problems(
-    raw: bytes, struct: type[msgspec.Struct], *, file: str, record: str, decode_error: str = ""
+    raw: bytes, struct: type[msgspec.Struct], *, file: str, record: str, decode_error: str = "", line: int = 0
 ) -> list[Problem]:
     """Every problem of one JSON record against the schema of ``struct``.
 
     ``raw`` is the record's bytes; ``decode_error`` what the strict decoder
-    said of it. Invalid JSON is one problem; otherwise each string that is
+    said of it; ``line`` the record's line in a JSON Lines file (0: the
+    record is the whole file), which locates a syntax error
+    (:func:`~eceb_worker.core.lenient.decode_lenient`). Invalid JSON is one problem; otherwise each string that is
     not valid UTF-8 and each schema violation is one problem naming its
     field. When the lenient reading finds nothing wrong although the strict
     decoder refused the record (a lone surrogate escape, ``1.0`` for an
@@ -130,7 +141,7 @@ def record_problems(
     silently. Returns ``[]`` only when the record is valid and no
     ``decode_error`` is given.
     """
-    value, error = decode_lenient(raw)
+    value, error = decode_lenient(raw, line=line)
     if error:
         return [Problem(file=file, record=record, message=error)]
     found = [
@@ -196,7 +207,9 @@ def decode_document(
     ``item_fields`` maps top-level array fields to their item Struct (whose
     name is its ``$defs`` entry), to be checked one item at a time. A
     document the strict decoder accepts is read leniently too, for the keys
-    it repeats (every one is a problem, as in any record).
+    it repeats (every one is a problem, as in any record). A document that is
+    not JSON is one problem, located (:func:`~eceb_worker.core.lenient.decode_lenient`)
+    and saying that its other checks wait until it is.
     """
     try:
         decoded = msgspec.json.decode(data, type=struct)
@@ -208,7 +221,7 @@ def decode_document(
         first_error = "rejected by the decoder"
     value, error = decode_lenient(data)
     if error:
-        raise InputError([Problem(file=file, message=error)])
+        raise InputError([Problem(file=file, message=f"{error} (its other checks wait until it is valid JSON)")])
     utf8 = _is_utf8(data)
     problems: list[Problem] = []
     in_items: list[Problem] = []
@@ -236,3 +249,21 @@ def decode_document(
     if not problems:
         problems.append(Problem(file=file, message=first_error))
     raise InputError(problems)
+
+
+def decoded_items(items: object, struct: type[T]) -> list[tuple[int, T]]:
+    """The items of ``items`` (a list :func:`~eceb_worker.core.lenient.decode_lenient`
+    read, or anything else) that decode as ``struct`` on their own, each with
+    its position; an item holding a defect of
+    :func:`~eceb_worker.core.lenient.value_defects` is left out."""
+    if not isinstance(items, list):
+        return []
+    decoded: list[tuple[int, T]] = []
+    for index, item in enumerate(items):
+        if value_defects(item, depth=ITEM_DEPTH)[0]:
+            continue
+        try:
+            decoded.append((index, msgspec.convert(item, struct)))
+        except (msgspec.ValidationError, RecursionError):
+            continue
+    return decoded

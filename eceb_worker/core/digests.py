@@ -31,7 +31,7 @@ failure is reported: bytes corrupted on their way are read again, never
 reported on the first read (see docs/INTERPRETATIONS.md, "Bytes corrupted in
 transit")."""
 
-DIGEST_PATTERN: Final = "^[0-9a-f]{64}$"
+DIGEST_PATTERN: Final = "^[0-9a-f]{64}\\Z"
 _DIGEST: Final = re.compile(DIGEST_PATTERN)
 
 Digest = Annotated[

@@ -101,23 +101,32 @@ def _cut_deep(text: str, limit: int) -> str:
     return "".join(pieces)
 
 
-def decode_lenient(raw: bytes, *, depth: int = 1) -> tuple[Any, str]:
+def decode_lenient(raw: bytes, *, depth: int = 1, line: int = 0) -> tuple[Any, str]:
     """Decode a JSON record for error reporting: ``(value, error)``.
 
     ``raw`` is the record's bytes; ``depth`` how deep the record sits in its
-    document (1: it is the document). Bytes that are not UTF-8 are decoded
-    with ``surrogateescape``; objects that repeat a key keep the last value
-    and list the key (:func:`value_defects` reports it); containers nested
-    deeper than :data:`MAX_DEPTH` are cut out. ``error`` is ``""`` when the
-    record is JSON, else why not, with the byte offset (``value`` is then
-    ``None``). Rejects NaN and Infinity.
+    document (1: it is the document); ``line``, for a line of a JSON Lines
+    file, its line number (1-based; 0: the record is a whole file). Bytes
+    that are not UTF-8 are decoded with ``surrogateescape``; objects that
+    repeat a key keep the last value and list the key (:func:`value_defects`
+    reports it); containers nested deeper than :data:`MAX_DEPTH` are cut
+    out. ``error`` is ``""`` when the record is JSON, else why not, located
+    (``value`` is then ``None``): in a whole file by byte offset, line and
+    column (``invalid JSON at byte 822 (line 18, column 5): Expecting
+    property name...``), in a line of a JSON Lines file by that line and the
+    column (``invalid JSON at line 12, column 41: ...``); columns count
+    characters from 1. Rejects NaN and Infinity.
     """
     text = raw.decode("utf-8", "surrogateescape")
+    if line:  # the line's own break: an error at its end is on this line, never at the next line's column 1
+        text = text.rstrip("\r\n")
     try:
         return _loads(text), ""
     except json.JSONDecodeError as exc:
+        if line:
+            return None, f"invalid JSON at line {line + exc.lineno - 1}, column {exc.colno}: {exc.msg}"
         at = len(text[: exc.pos].encode("utf-8", "surrogateescape"))
-        return None, f"invalid JSON at byte {at}: {exc.msg}"
+        return None, f"invalid JSON at byte {at} (line {exc.lineno}, column {exc.colno}): {exc.msg}"
     except ValueError as exc:
         return None, f"invalid JSON: {exc}"
     except RecursionError:

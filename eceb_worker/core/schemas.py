@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import msgspec
 
+from eceb_worker.core.identifiers import published_pattern
+
 __all__ = ["json_schema", "render_schema"]
 
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
@@ -26,10 +28,13 @@ def json_schema(struct: type[msgspec.Struct], name: str = "") -> dict[str, Any]:
 
     Shape: a 2020-12 schema whose root ``$ref`` points into ``$defs``; with
     ``name`` (a file stem such as ``"artifact-v0.1"``) it also carries the
-    ``$id`` and ``title`` it is published under.
+    ``$id`` and ``title`` it is published under. Patterns the Structs end in
+    ``\\Z`` are stated as :func:`~eceb_worker.core.identifiers.published_pattern`
+    does: ``$`` and no trailing line break.
     """
     named = {"$id": f"urn:symgliph:eceb:schema:{name}", "title": f"symgliph.eceb/{name}"} if name else {}
-    return {"$schema": _DIALECT, **named, **msgspec.json.schema(struct)}
+    generated: dict[str, Any] = published_pattern(msgspec.json.schema(struct))
+    return {"$schema": _DIALECT, **named, **generated}
 
 
 def render_schema(struct: type[msgspec.Struct], name: str) -> str:

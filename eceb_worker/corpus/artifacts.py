@@ -13,6 +13,7 @@ import msgspec
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.digests import Digest
+from eceb_worker.core.identifiers import ID_PATTERN
 
 __all__ = [
     "CLASSIFICATIONS",
@@ -55,7 +56,9 @@ ArtifactId = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=1024,
-        description="Stable identifier of the artifact, unique in the registry.",
+        extra_json_schema={"pattern": ID_PATTERN},
+        description="Stable identifier of the artifact, unique in the registry; no control, line-separator or "
+        "invisible format character (checked per line with the registry's other checks).",
     ),
 ]
 

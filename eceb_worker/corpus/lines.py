@@ -27,7 +27,8 @@ import msgspec
 from eceb_worker.core.canonical import canonical_lines
 from eceb_worker.core.decoding import record_problems
 from eceb_worker.core.digests import RecordDigest
-from eceb_worker.core.lenient import decode_lenient
+from eceb_worker.core.identifiers import identifier_problem
+from eceb_worker.core.lenient import brief_repr, decode_lenient
 from eceb_worker.core.paths import PORTABLE_PATH, path_problems
 from eceb_worker.core.repeats import required_strings
 from eceb_worker.corpus.artifacts import Artifact, RegistryHeader
@@ -238,6 +239,7 @@ def _decode_laid_out(data: bytes, at: int, count: int) -> list[Artifact] | None:
         # every digest of lowercase hexadecimal digits only, every path portable
         and not "".join([a.source_digest for a in artifacts]).encode().translate(None, _HEX_DIGITS)
         and all(map(PORTABLE_PATH.fullmatch, [a.path for a in artifacts]))
+        and "".join([a.artifact_id for a in artifacts]).isprintable()  # no id holds a forbidden character
     ):
         return artifacts
     return None
@@ -277,10 +279,10 @@ def header_line(raw: bytes, number: int, name: str) -> tuple[RegistryHeader | No
         header = _HEADER_DECODER.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         return None, record_problems(
-            raw, RegistryHeader, file=name, record=f"line {number} (header)", decode_error=str(exc)
+            raw, RegistryHeader, file=name, record=f"line {number} (header)", decode_error=str(exc), line=number
         )
     if raw.count(b'"') != _HEADER_QUOTES:
-        found = record_problems(raw, RegistryHeader, file=name, record=f"line {number} (header)")
+        found = record_problems(raw, RegistryHeader, file=name, record=f"line {number} (header)", line=number)
         if found:
             return None, found
     return header, []
@@ -300,7 +302,7 @@ def artifact_line(raw: bytes, number: int, name: str) -> tuple[Artifact | None, 
     try:
         artifact = _ARTIFACT_DECODER.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
-        found = record_problems(raw, Artifact, file=name, record=where, decode_error=str(exc))
+        found = record_problems(raw, Artifact, file=name, record=where, decode_error=str(exc), line=number)
         problems.extend(found)
         artifact = None
         path = _raw_path(raw)
@@ -309,10 +311,16 @@ def artifact_line(raw: bytes, number: int, name: str) -> tuple[Artifact | None, 
         path = artifact.path
         skip_utf8 = False
         if raw.count(b'"') != _ARTIFACT_QUOTES:
-            found = record_problems(raw, Artifact, file=name, record=where)
+            found = record_problems(raw, Artifact, file=name, record=where, line=number)
             if found:
                 problems.extend(found)
                 artifact = None
+    if artifact is not None and (refused := identifier_problem(artifact.artifact_id)):
+        problems.append(
+            Problem(
+                file=name, record=where, field="artifact_id", message=f"{brief_repr(artifact.artifact_id)} {refused}"
+            )
+        )
     if path is not None and PORTABLE_PATH.fullmatch(path) is None:
         problems.extend(
             Problem(file=name, record=where, field="path", message=f"{path!r} {reason}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Final, Literal
 
 import msgspec
@@ -37,7 +37,17 @@ from eceb_worker.core.paths import printable_path
 from eceb_worker.corpus.artifacts import Classification, SourceKind
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["Classified", "Rule", "RulesFile", "classify", "classify_all", "parse_rules"]
+__all__ = [
+    "UNCLASSIFIED_EXAMPLES",
+    "Classified",
+    "Rule",
+    "RulesFile",
+    "classify",
+    "classify_all",
+    "excluded",
+    "group_unclassified",
+    "parse_rules",
+]
 
 _FLAGS: Final = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
 
@@ -131,6 +141,15 @@ def _glob_problem(pattern: str | list[str]) -> str:
     return ""
 
 
+def excluded(rules: RulesFile) -> Callable[[str], bool]:
+    """Whether a corpus-relative path is one the rules' ``exclude`` globs
+    leave out of the registry (never true when there are none)."""
+    if not rules.exclude:
+        return lambda _: False
+    matcher = wcglob.compile(list(rules.exclude), flags=_FLAGS)
+    return lambda path: bool(matcher.match(path))
+
+
 def classify_all(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> tuple[list[Classified], list[Problem]]:
     """Give every path its kind and classification (first matching rule wins).
 
@@ -166,6 +185,56 @@ def classify_all(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> 
         if kind is not None and classification is not None:
             classified.append(Classified(path=path, kind=kind, classification=classification))
     return classified, problems
+
+
+UNCLASSIFIED_EXAMPLES: Final = 3
+"""Files :func:`group_unclassified` names in each group."""
+
+_NEEDS: Final = ("kind", "classification")
+
+
+def group_unclassified(problems: Iterable[Problem], rules_name: str, *, hint: str = "") -> list[Problem]:
+    """``problems`` (those :func:`classify_all` gives, among others) with
+    the files no rule classifies grouped: one problem for each top-level
+    directory (the files at the top level together) and what its files lack
+    (a kind, a classification, or both), counting its files and naming the
+    first :data:`UNCLASSIFIED_EXAMPLES` (in path order); ``hint`` ends each
+    group's message. A group of one file keeps that file's own problems.
+    The other problems are kept as they are, before the groups."""
+    others: list[Problem] = []
+    lacking: dict[str, list[str]] = {}  # printable path -> the fields no rule sets, in _NEEDS order
+    for problem in problems:
+        if problem.file == rules_name and problem.record and problem.field in _NEEDS:
+            lacking.setdefault(problem.record, []).append(problem.field)
+        else:
+            others.append(problem)
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for path, missing in lacking.items():
+        top, slash, _ = path.partition("/")
+        key = (top + slash if slash else "", tuple(f for f in _NEEDS if f in missing))  # "": the top level
+        groups.setdefault(key, []).append(path)
+    grouped: list[Problem] = []
+    for (where, needs), paths in sorted(groups.items()):
+        paths.sort()
+        if len(paths) == 1:
+            grouped.extend(
+                Problem(file=rules_name, record=paths[0], field=f, message=f"no rule gives this file a {f}")
+                for f in needs
+            )
+            continue
+        shown = ", ".join(paths[:UNCLASSIFIED_EXAMPLES])
+        rest = len(paths) - UNCLASSIFIED_EXAMPLES
+        examples = f"{shown} and {rest:,} more" if rest > 0 else shown
+        wanted = " and a ".join(needs)
+        grouped.append(
+            Problem(
+                file=rules_name,
+                record=f"{len(paths):,} files under {where}" if where else f"{len(paths):,} files at the top level",
+                field=needs[0] if len(needs) == 1 else "",
+                message=f"no rule gives them a {wanted}: {examples}{hint}",
+            )
+        )
+    return others + grouped
 
 
 def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:

@@ -19,6 +19,7 @@ from eceb_worker.core.digests import CHECK_READS
 from eceb_worker.corpus.artifacts import VERIFICATION_SCHEMA
 from eceb_worker.corpus.outcomes import HashResult, read_status
 from eceb_worker.corpus.storage import ByteSink, CorpusStorage, ReadObserver
+from eceb_worker.corpus.unregistered import UnregisteredFiles
 from eceb_worker.errors import (
     ArtifactReadError,
     ArtifactUnreadable,
@@ -133,7 +134,7 @@ class ShardVerification(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...]
 
 
-class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
+class VerificationReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The verification of a whole corpus (schema ``symgliph.eceb/verification-v0.1``).
 
     Fields:
@@ -144,6 +145,9 @@ class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
         verified_count: artifacts whose bytes match.
         bytes_hashed: source bytes read and hashed.
         findings: every failing artifact, in registry (corpus-root) order.
+        unregistered: the files of the corpus the registry does not list
+            (``eceb corpus verify``); absent when they were not looked for
+            (``--unregistered ignore``, an evaluation, ``eceb-dist verify``).
     """
 
     schema: Literal["symgliph.eceb/verification-v0.1"]
@@ -153,11 +157,13 @@ class VerificationReport(msgspec.Struct, frozen=True, kw_only=True):
     verified_count: int
     bytes_hashed: int
     findings: tuple[Finding, ...]
+    unregistered: UnregisteredFiles | None = None
 
     @property
     def ok(self) -> bool:
-        """True when every registered artifact verified."""
-        return not self.findings
+        """True when every registered artifact verified, and no file the
+        registry does not list was found, unless those were only to be reported."""
+        return not self.findings and (self.unregistered is None or self.unregistered.ok)
 
 
 def _finding(artifact: Registered, result: HashResult) -> Finding | None:

@@ -160,6 +160,20 @@ class ObjectStore:
         bucket, _ = _object(url, InputError)
         return self._found(url, {*MISSING_CODES, NO_SUCH_BUCKET}, lambda: self.client.head_bucket(Bucket=bucket))
 
+    def holds_any(self, url: str) -> bool:
+        """True when some object's key starts with ``url``'s key and ``/`` (the
+        prefix holds something; one list request of one key), False when
+        none does or the bucket does not exist; raises ``StorageError`` when
+        that cannot be told."""
+        bucket, key = _object(url, InputError)
+        try:
+            listed = self.client.list_objects_v2(Bucket=bucket, Prefix=key.rstrip("/") + "/", MaxKeys=1)
+        except REQUEST_ERRORS as exc:
+            if error_code(exc) in {*MISSING_CODES, NO_SUCH_BUCKET}:
+                return False
+            raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
+        return bool(listed.get("Contents"))
+
     def _found(self, url: str, absent: AbstractSet[str], head: Callable[[], object]) -> bool:
         """True when the ``head`` request about ``url`` succeeds, False when the
         service answers one of the ``absent`` codes; else the storage's error."""

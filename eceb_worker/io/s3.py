@@ -39,7 +39,9 @@ Messages name objects by their ``s3://`` URL.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal
+import threading
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import boto3
@@ -77,8 +79,11 @@ __all__ = [
     "describe_endpoint",
     "error_code",
     "make_s3_client",
+    "map_reads",
     "s3_error",
 ]
+
+T = TypeVar("T")
 
 CHUNK_BYTES: Final = 1024 * 1024
 """Bytes read from an object's body at a time."""
@@ -327,3 +332,51 @@ def make_s3_client(
         raise ValueError(_INVALID_ENDPOINT) from None
     watch_client(client)
     return client
+
+
+def map_reads(function: Callable[[int], T], count: int, workers: int) -> list[T]:
+    """``[function(0), ..., function(count - 1)]``, ``workers`` calls at a
+    time, on daemon threads (reads of object storage: a call may hang until
+    its read timeout, 30 s a try, minutes with the retries).
+
+    A call's exception stops the others from starting and, once the calls
+    running end, the first in position order is raised. An exception in
+    the caller's thread while it waits (``KeyboardInterrupt`` for Ctrl-C, a
+    signal handler's) stops the others from starting and is raised at once,
+    without waiting for the calls running: a stuck read never holds up an
+    interrupted command, and its daemon thread ends with the process (a
+    ``ThreadPoolExecutor`` thread would be waited for at exit). Nothing a
+    call reads is written anywhere.
+    """
+    results: list[T | None] = [None] * count
+    errors: dict[int, BaseException] = {}
+    positions = iter(range(count))
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            with lock:
+                position = next(positions, None)
+            if position is None:
+                return
+            try:
+                results[position] = function(position)
+            except BaseException as exc:  # handed to the caller's thread
+                with lock:
+                    errors[position] = exc
+                stop.set()
+                return
+
+    threads = [threading.Thread(target=work, name="eceb-s3", daemon=True) for _ in range(min(workers, count))]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        stop.set()
+        raise
+    if errors:
+        raise errors[min(errors)]
+    return results  # type: ignore[return-value]  # every position was filled

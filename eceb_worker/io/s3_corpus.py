@@ -24,6 +24,7 @@ from eceb_worker.io.s3 import (
     check_endpoint,
     describe_endpoint,
     make_s3_client,
+    map_reads,
     s3_error,
 )
 from eceb_worker.io.s3_reads import read_object
@@ -144,17 +145,8 @@ class S3Storage:
 
         if self._concurrency == 1 or len(paths) < 2:
             return [one(position) for position in range(len(paths))]
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=min(self._concurrency, len(paths)), thread_name_prefix="eceb-s3")
-        try:
-            return list(pool.map(one, range(len(paths))))
-        except BaseException:
-            # The storage failed as a whole: do not wait for every other read to fail too.
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        finally:
-            pool.shutdown(wait=True)
+        # On daemon threads: Ctrl-C never waits for a read stuck on a silent server.
+        return map_reads(one, len(paths), self._concurrency)
 
     def list_entries(self) -> Iterator[ListedEntry]:
         """Every object under the prefix (paginated, 1,000 keys a page).

@@ -32,6 +32,7 @@ from eceb_worker.documents import HEAD_BYTES, wrong_kind
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
+from eceb_worker.families.eceb.partial import benchmark_parts, parts_problems
 from eceb_worker.families.eceb.run_index import IndexedRun, index_run
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.locations import Location, Locator
@@ -211,18 +212,9 @@ def _benchmark_with_registry(
         benchmark = load_benchmark(where, locator)
     except InputError as exc:
         problems.extend(exc.problems)
-        # The registry can still be checked when its path can be read leniently.
-        try:
-            value, _ = decode_lenient(location.read())
-        except InputError:
-            return None, None, ""
-        reference = value.get("registry") if isinstance(value, dict) else None
-        named = reference.get("path") if isinstance(reference, dict) else None
-        if isinstance(named, str) and named:
-            try:
-                load_registry(registry_location(location, named), keep=frozenset(), shard_bytes=shard_bytes)
-            except InputError as registry_exc:
-                problems.extend(registry_exc.problems)
+        if len(exc.problems) == 1 and not exc.problems[0].field and not exc.problems[0].record:
+            return None, None, ""  # not JSON, or of another kind: nothing more can be read of it
+        problems.extend(_decoded_parts_problems(location, keep, shard_bytes))
         return None, None, ""
     try:
         registry_at = registry_location(location, benchmark.registry.path)
@@ -234,6 +226,30 @@ def _benchmark_with_registry(
         return benchmark, None, ""
     problems.extend(benchmark_problems(benchmark, registry.by_id(), registry.corpus_root, file=location.name))
     return benchmark, registry, registry_at.name
+
+
+def _decoded_parts_problems(location: Location, keep: AbstractSet[str] | None, shard_bytes: int) -> list[Problem]:
+    """The problems of a benchmark that did not decode beyond its schema
+    problems: those of its registry (when its path reads), and the checks
+    of the tasks and secret spans that decode on their own
+    (:func:`~eceb_worker.families.eceb.partial.parts_problems`), against
+    the registry when it loads."""
+    value, error = decode_lenient(location.read())
+    if error or not isinstance(value, dict):
+        return []
+    parts = benchmark_parts(value)
+    problems: list[Problem] = []
+    registry: Registry | None = None
+    if parts.registry_path is not None:
+        wanted = keep if keep is None else frozenset(keep) | parts.artifact_ids
+        try:
+            registry = load_registry(
+                registry_location(location, parts.registry_path), keep=wanted, shard_bytes=shard_bytes
+            )
+        except InputError as registry_exc:
+            problems.extend(registry_exc.problems)
+    artifacts, root = (registry.by_id(), registry.corpus_root) if registry is not None else (None, None)
+    return problems + parts_problems(parts, artifacts, root, file=location.name)
 
 
 def check_benchmark(where: Where, locator: Locator | None = None) -> tuple[Benchmark, Registry]:

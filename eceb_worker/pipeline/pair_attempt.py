@@ -54,12 +54,18 @@ from eceb_worker.families.paired.outcome import answer_problems, attempt_status
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME
 from eceb_worker.families.paired.prompts import render_prompt
 from eceb_worker.families.paired.records import ArmCommand, FileDigest
-from eceb_worker.families.paired.transport import Transport, TransportStatus, read_transport
+from eceb_worker.families.paired.transport import (
+    COUNTERS,
+    MISSING_COUNTERS,
+    Transport,
+    TransportStatus,
+    read_transport,
+)
 from eceb_worker.io.files import atomic_write, read_input
 from eceb_worker.io.git import git_state
 from eceb_worker.io.provider import DeferredSignals, ProviderExit, call_provider, environment_names
 from eceb_worker.pipeline.experiment import file_digest, utc_now, write_record
-from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of
+from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, link_problems
 from eceb_worker.render.pair_status import usage_text
 
 __all__ = ["AttemptReport", "RunnerLog", "run_attempt"]
@@ -233,13 +239,16 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     before the commit point (nothing started, nothing kept). Raises
     :class:`ExecutionRefused` (the ledger refused the start: nothing
     spawned, nothing kept), :class:`InputError` (a changed context or
-    answer schema: nothing spawned, the ledger untouched) or
+    answer schema, a symbolic link among the pair directory's entries:
+    nothing spawned, the ledger untouched) or
     :class:`OutputError`."""
     arm = pair.manifest.arms[index]
     attempt_id = attempt_id_of(pair.directory, arm.arm.value)
     attempt_dir = pair.directory / arm.attempt
     if os.path.lexists(attempt_dir):
         raise ExecutionRefused(f"{attempt_dir} exists: the attempt started before, and nothing runs twice")
+    if links := link_problems(pair.directory):  # again: one may have appeared during an earlier arm
+        raise InputError(links)
     staging = attempt_dir.parent / f".{arm.arm.value}.staging-{secrets.token_hex(4)}"
     created = not os.path.lexists(attempt_dir.parent)
     try:
@@ -299,6 +308,12 @@ def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: Runner
     log.say(f"pair {position} arm {arm.arm.value}: {status.value}{synthetic}")
     if transport is not None and transport.usage is not None:
         log.say(f"pair {position} arm {arm.arm.value}: usage {usage_text(transport.usage)}{synthetic}")
+        for name in COUNTERS:  # a reasoning count not reported at all is no problem
+            unreported = name == COUNTERS[3] and name not in transport.usage.not_counts
+            if (why := transport.usage.unknown(name)) is not None and not (unreported and why[0] == MISSING_COUNTERS):
+                log.warn(
+                    f"pair {position} arm {arm.arm.value}: {why[0]}: {why[1]}: each metric that needs it is unknown"
+                )
     if transport is not None and transport.partial_usage is not None:
         shown = usage_text(transport.partial_usage)
         log.say(f"pair {position} arm {arm.arm.value}: partial usage, never a total: {shown}{synthetic}")

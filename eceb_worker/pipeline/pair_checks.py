@@ -8,8 +8,10 @@ experiment it belongs to (the directory's parent): the manifest against
 itself and against the freeze and the schedule
 (:func:`~eceb_worker.families.paired.binding.binding_problems`: the pair
 for the directory name's position, every retained file, each arm's
-inputs and exact command line rebuilt from the freeze), every file of the
-manifest by digest and size, the task against the arms' inputs, the
+inputs and exact command line rebuilt from the freeze), no symbolic link
+among the directory's own entries (:func:`link_problems`: the journals
+are written where the directory is), every file of the manifest by digest
+and size, the task against the arms' inputs, the
 authorization bound to the freeze, the ledger bound to the freeze and to
 the authorization's count, the pair's place in the schedule (every arm of
 every earlier pair started), the repository (at the frozen HEAD, clean,
@@ -26,6 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_chunks
@@ -43,10 +46,12 @@ from eceb_worker.io.ledger import Ledger
 from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
 
 __all__ = [
+    "LINK",
     "PairRun",
     "attempt_id_of",
     "check_provider",
     "check_repository",
+    "link_problems",
     "open_pair",
     "repository_change",
 ]
@@ -274,6 +279,26 @@ def _check_order(directory: Path, manifest: Manifest, ledger: Ledger) -> None:
             raise ExecutionRefused(f"pair {position} is run from another directory ({entry.attempt_id})")
 
 
+LINK: Final = (
+    "is a symbolic link: a pair directory's own files and directories are never links "
+    "(the journals would be written or read elsewhere)"
+)
+"""The problem of a symbolic link among a pair directory's own components."""
+
+
+def link_problems(directory: Path) -> list[Problem]:
+    """Every symbolic link among the entries of ``directory`` at any depth
+    (never followed, never entered), in path order: each a problem naming
+    its path. A pair directory reached through a link is resolved first and
+    is not one of its own components."""
+    problems = []
+    for top, directories, files in os.walk(directory, followlinks=False):
+        for name in sorted([*directories, *files]):
+            if os.path.islink(os.path.join(top, name)):
+                problems.append(Problem(file=os.path.join(top, name), message=LINK))
+    return sorted(problems, key=lambda problem: problem.file)
+
+
 def open_pair(directory: Path) -> PairRun:
     """The pair in ``directory`` checked for running (module). Raises
     :class:`InputError` (every problem of the pair's files together) or
@@ -281,6 +306,8 @@ def open_pair(directory: Path) -> PairRun:
     directory = directory.resolve()
     if not directory.name.startswith("task-pair-") or not directory.is_dir():
         raise InputError([Problem(file=str(directory), message="not a task-pair-* directory")])
+    if links := link_problems(directory):
+        raise InputError(links)
     experiment = Experiment(directory.parent)
     manifest, manifest_digest = read_record(directory / "manifest.json", Manifest)
     freeze, freeze_digest = read_record(experiment.freeze, Freeze)

@@ -143,6 +143,23 @@ def _pair(directory: Path, entries: dict[str, LedgerEntry], inconsistent: list[s
     )
 
 
+def _binding_problems(experiment: Experiment, record: Authorization | None, authorized: int | None) -> list[str]:
+    """Where the ledger and ``authorization.json`` (``record``, ``None``
+    when absent) disagree: ``eceb pair authorize`` writes both together,
+    with one authorized count, and ``eceb pair run`` refuses every start
+    until they agree. ``authorized``: the ledger's count, ``None`` without a ledger."""
+    if record is None and authorized is not None:
+        return [f"{experiment.authorization}: missing, though the ledger {experiment.ledger} holds an authorization"]
+    if record is not None and authorized is None:
+        return [f"{experiment.ledger}: missing, though {experiment.authorization} authorizes executions"]
+    if record is not None and authorized != record.authorized_executions:
+        return [
+            f"{experiment.ledger}: holds {authorized} authorized executions, {experiment.authorization} "
+            f"authorizes {record.authorized_executions}: nothing runs until they agree"
+        ]
+    return []
+
+
 def experiment_status(root: Path) -> PairStatus:
     """The status of the experiment directory ``root`` (module). Raises
     :class:`InputError` when ``root`` holds no ``freeze.json`` (it is not an
@@ -152,6 +169,7 @@ def experiment_status(root: Path) -> PairStatus:
         raise InputError([Problem(file=str(experiment.root), message="not an experiment directory: no freeze.json")])
     freeze, freeze_digest = read_record(experiment.freeze, Freeze)
     authorization: Literal["authorized", "none", "another freeze"] = "none"
+    record: Authorization | None = None
     if experiment.authorization.exists():
         record, _ = read_record(experiment.authorization, Authorization)
         authorization = "authorized" if record.freeze_digest == freeze_digest else "another freeze"
@@ -170,6 +188,7 @@ def experiment_status(root: Path) -> PairStatus:
             ledger.close()
         if bound != freeze_digest:
             inconsistent.append(f"{experiment.ledger}: bound to the freeze {bound}, not {freeze_digest}")
+    inconsistent += _binding_problems(experiment, record, authorized)
     if approved != experiment.continuation.exists():
         held = "holds" if approved else "does not hold"
         inconsistent.append(

@@ -49,6 +49,7 @@ from eceb_worker.families.eceb.publication import (
     manifest_differences,
     report_consistency,
 )
+from eceb_worker.families.eceb.redistribution import disclosure_refusals
 from eceb_worker.families.eceb.report import Report, encode_report
 from eceb_worker.families.eceb.run import AuxiliaryCost, Observation, Run
 from eceb_worker.families.eceb.uncertainty import NOT_ESTIMATED, UncertaintyMode
@@ -60,7 +61,15 @@ from eceb_worker.pipeline.inputs import check_inputs
 from eceb_worker.pipeline.jobs import Executor
 from eceb_worker.pipeline.reports import decode_report
 
-__all__ = ["Bundle", "CheckedBundle", "assemble_bundle", "check_bundle", "write_bundle"]
+__all__ = [
+    "Bundle",
+    "CheckedBundle",
+    "assemble_bundle",
+    "check_bundle",
+    "manifest_problems",
+    "sources_problems",
+    "write_bundle",
+]
 
 BUNDLE_NAMES: Final = {
     "benchmark": "benchmark.json",
@@ -149,8 +158,8 @@ def _published(
     return published, read
 
 
-def _sources_problems(sources: SourcesFile, file: str) -> list[Problem]:
-    """A source named twice."""
+def sources_problems(sources: SourcesFile, file: str) -> list[Problem]:
+    """Every problem of a decoded sources file ``file`` beyond its schema: a source named twice."""
     seen: set[str] = set()
     problems = []
     for index, source in enumerate(sources.sources):
@@ -186,15 +195,19 @@ def assemble_bundle(
     ``claimed`` None claims the run's own class. Raises :class:`InputError`
     with every problem of the inputs (a report not computed from this
     benchmark, registry and run included); :class:`PublicationRefused` with
-    every reason the evidence does not support the claim (ECEB-0.1 §15).
+    every reason the evidence does not support the claim (ECEB-0.1 §15), and
+    every task whose answers disclose restricted text or a marked secret
+    when a source is not redistributable (the run is bundled verbatim:
+    :func:`~eceb_worker.families.eceb.redistribution.disclosure_refusals`).
     """
     published, read = _published(benchmark_at, run_at, report_at, sources_at, declarations_at)
     problems = report_consistency(published, str(report_at))
-    problems.extend(_sources_problems(published.sources, str(sources_at)))
+    problems.extend(sources_problems(published.sources, str(sources_at)))
     if problems:
         raise InputError(problems)
     claim = claimed or published.run.claim_class
     refused = _claim_problems(published, claim, "--claim")
+    refused.extend(disclosure_refusals(published, str(report_at)))
     if refused:
         raise PublicationRefused(refused)
     files = [
@@ -213,13 +226,14 @@ def write_bundle(directory: Path, bundle: Bundle) -> str:
     return digest_bytes(data)
 
 
-def _manifest_problems(
-    manifest: PublicationManifest, tree_links: Sequence[str], tree_others: Sequence[str], file: str
+def manifest_problems(
+    manifest: PublicationManifest, file: str, tree_links: Sequence[str] = (), tree_others: Sequence[str] = ()
 ) -> list[Problem]:
-    """What makes a decoded manifest unusable (bad input): a bound path that
-    is not portable or escapes the bundle, a path or role bound twice, a
-    required role missing, a symbolic link or anything else that is not a
-    regular file or a directory (a FIFO, a socket, a device) in the bundle."""
+    """What makes a decoded manifest ``file`` unusable (bad input): a bound
+    path that is not portable or escapes the bundle, a path or role bound
+    twice, a required role missing, a symbolic link or anything else that is
+    not a regular file or a directory (a FIFO, a socket, a device) in the
+    bundle (``tree_links``, ``tree_others``: none for a manifest read alone)."""
     problems: list[Problem] = []
     paths: set[str] = set()
     roles: set[str] = set()
@@ -300,7 +314,7 @@ def check_bundle(
         raise InputError([Problem(file=str(directory), message=message)]) from None
     data = read_input(directory / MANIFEST_NAME)
     manifest = decode_document(data, PublicationManifest, file=manifest_file)
-    problems = _manifest_problems(manifest, tree.links, tree.others, manifest_file)
+    problems = manifest_problems(manifest, manifest_file, tree.links, tree.others)
     if problems:
         raise InputError(problems)
     findings = _file_findings(directory, manifest, tree.files)
@@ -309,8 +323,9 @@ def check_bundle(
     role = {bound.role: directory / bound.path for bound in manifest.files}
     published, _ = _published(role["benchmark"], role["run"], role["report"], role["sources"], role.get("declarations"))
     findings.extend(report_consistency(published, str(role["report"])))
-    findings.extend(_sources_problems(published.sources, str(role["sources"])))
+    findings.extend(sources_problems(published.sources, str(role["sources"])))
     findings.extend(_claim_problems(published, manifest.claim.claimed, manifest_file))
+    findings.extend(disclosure_refusals(published, str(role["report"])))
     made = build_manifest(
         published,
         claimed=manifest.claim.claimed,

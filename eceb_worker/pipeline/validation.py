@@ -15,6 +15,8 @@ from eceb_worker.documents import FILES, VERIFICATION, named_document
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import task_root
 from eceb_worker.families.eceb.consistency import run_header_problems
+from eceb_worker.families.eceb.declarations import Declarations, SourcesFile
+from eceb_worker.families.eceb.publication import PublicationManifest
 from eceb_worker.families.eceb.shards import record_problems_of_run
 from eceb_worker.io.files import map_input, read_input
 from eceb_worker.pipeline.inputs import (
@@ -34,7 +36,7 @@ def kind_of(path: Path) -> str:
     """Which kind of file ``path`` is, from its ``schema`` field
     (:func:`~eceb_worker.documents.named_document`). Raises
     :class:`InputError` when the file cannot be read, or names no kind: it
-    is empty, it does not parse (``invalid JSON at byte N``, or the TOML
+    is empty, it does not parse (``invalid JSON at byte N (line L, column C)``, or the TOML
     reader's words for a ``.toml`` file), or its ``schema`` field names no
     kind eceb knows."""
     mapped = map_input(path)
@@ -91,9 +93,29 @@ class Validation(msgspec.Struct, frozen=True, kw_only=True):
         return f"{self.file}: valid {self.kind}"
 
 
+def _validate_publishing(path: Path, kind: str) -> None:
+    """Check a publication manifest (read alone, not in its bundle: its
+    bound files are checked by ``eceb publish --check``), a sources file or
+    a declarations file (ECEB-0.1 §15, §16). Raises :class:`InputError`
+    holding every problem."""
+    from eceb_worker.pipeline.publication import manifest_problems, sources_problems
+
+    data, file = read_input(path), str(path)
+    problems: list[Problem] = []
+    if kind == "publication":
+        problems = manifest_problems(decode_document(data, PublicationManifest, file=file), file)
+    elif kind == "sources":
+        problems = sources_problems(decode_document(data, SourcesFile, file=file), file)
+    else:
+        decode_document(data, Declarations, file=file)
+    if problems:
+        raise InputError(problems)
+
+
 def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> Validation:
     """Check ``path``, a file of ``kind`` (:func:`kind_of`); a run also
-    against ``benchmark`` when given. Returns what was found of a valid file.
+    against ``benchmark`` when given. A publication manifest, a sources or
+    a declarations file is checked alone (its schema, its own consistency). Returns what was found of a valid file.
 
     A benchmark is checked with its registry, and the result names its task
     root and corpus root (a run must name them). Raises :class:`InputError`
@@ -128,6 +150,8 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> Valid
         decode_document(read_input(path), VERIFICATION.struct, file=str(path))
     elif kind == "rules":
         load_rules(read_input(path), str(path))
+    elif kind in ("publication", "sources", "declarations"):
+        _validate_publishing(path, kind)
     else:  # pragma: no cover - kind_of names only the kinds above
         raise ValueError(f"no kind {kind!r}")
     return Validation(file=str(path), kind=kind)

@@ -12,8 +12,17 @@ from collections.abc import Iterator
 from eceb_worker.core.figures import grouped, percent_bps, signed
 from eceb_worker.families.eceb.comparison import ComparedReport, Comparison, TaskChange
 from eceb_worker.families.eceb.report import Summary
+from eceb_worker.render.markdown import markdown_text
+from eceb_worker.render.terminal import printable
 
-__all__ = ["claim_class_note", "comparison_lines", "comparison_markdown", "comparison_verdict", "task_change_text"]
+__all__ = [
+    "claim_class_note",
+    "comparison_lines",
+    "comparison_markdown",
+    "comparison_verdict",
+    "passing_change_text",
+    "task_change_text",
+]
 
 
 def _claim(report: ComparedReport) -> str:
@@ -26,6 +35,16 @@ def _signed_or_na(change: int | None, unit: str) -> str:
 
 def _passing(summary: Summary) -> str:
     return f"{summary.passing_tasks}/{summary.total_tasks}"
+
+
+def passing_change_text(change: int) -> str:
+    """A change of the count of passing tasks, in words: ``no change``,
+    ``+1: 1 more task passes``, ``-2: 2 fewer tasks pass``."""
+    if change == 0:
+        return "no change"
+    count = abs(change)
+    more = "more" if change > 0 else "fewer"
+    return f"{signed(change)}: {grouped(count)} {more} {'task passes' if count == 1 else 'tasks pass'}"
 
 
 def _verdict(passed: bool | None) -> str:
@@ -102,7 +121,7 @@ def _summary_rows(comparison: Comparison) -> Iterator[tuple[str, str, str, str]]
         ("differ" if comparison.corpus_roots_differ else "same"),
     )
     yield "claim class", _claim(old), _claim(new), "differ" if comparison.claim_classes_differ else "same"
-    yield "tasks passing", _passing(old.summary), _passing(new.summary), f"{signed(change.passing_tasks)} passing"
+    yield "tasks passing", _passing(old.summary), _passing(new.summary), passing_change_text(change.passing_tasks)
     yield (
         "mean token savings",
         percent_bps(old.summary.mean_token_savings_bps),
@@ -140,7 +159,13 @@ def comparison_lines(comparison: Comparison) -> Iterator[str]:
     classes differ, old and new side by side (benchmark, run, roots, claim
     class, tasks passing k/n, mean savings in % and bps), each changed task,
     each regression, the thresholds, and the verdict line last
-    (:func:`comparison_verdict`). Figures are exact (integers)."""
+    (:func:`comparison_verdict`). Figures are exact (integers). Every line
+    is terminal-safe (:func:`~eceb_worker.render.terminal.printable`)."""
+    return map(printable, _comparison_lines(comparison))
+
+
+def _comparison_lines(comparison: Comparison) -> Iterator[str]:
+    """:func:`comparison_lines`, before escaping."""
     if (note := claim_class_note(comparison)) is not None:
         yield f"NOTE: {note}"
     rows = list(_summary_rows(comparison))
@@ -157,24 +182,19 @@ def comparison_lines(comparison: Comparison) -> Iterator[str]:
     yield comparison_verdict(comparison)
 
 
-def _cell(text: str) -> str:
-    """Text safe in a Markdown table cell: no line break, ``|`` and
-    backslashes escaped, and no HTML tag (``<`` as ``&lt;``)."""
-    flat = " ".join(text.split())
-    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;").replace("<", "&lt;")
-
-
 def comparison_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown for a CI comment: a heading saying whether
     it regressed, the claim-class difference as a quote, old and new side by
     side, a table of the changed tasks, the regressions as a list, the
-    thresholds. Ends with a newline."""
+    thresholds. Ends with a newline. Every text from the reports (ids,
+    messages) is inert: no image, link, mention, HTML or table break
+    (:func:`~eceb_worker.render.markdown.markdown_text`)."""
     heading = "regressed" if comparison.regressed else "no regression"
     out = [f"## eceb compare: {heading}", ""]
     if (note := claim_class_note(comparison)) is not None:
-        out += [f"> **Note:** {_cell(note)}", ""]
+        out += [f"> **Note:** {markdown_text(note)}", ""]
     out += ["| | old | new | change |", "|---|---|---|---|"]
-    out += [f"| {' | '.join(_cell(cell) for cell in row)} |" for row in _summary_rows(comparison)]
+    out += [f"| {' | '.join(markdown_text(cell) for cell in row)} |" for row in _summary_rows(comparison)]
     changed = [task for task in comparison.tasks if task.changed]
     out += ["", f"### Changed tasks ({len(changed)} of {len(comparison.tasks)})", ""]
     if changed:
@@ -192,10 +212,10 @@ def comparison_markdown(comparison: Comparison) -> str:
                 f"{percent_bps(task.old_cost_savings_bps)} -> {percent_bps(task.new_cost_savings_bps)}",
                 ", ".join(r.kind for r in task.regressions) or "none",
             )
-            out.append(f"| {' | '.join(_cell(cell) for cell in cells)} |")
+            out.append(f"| {' | '.join(markdown_text(cell) for cell in cells)} |")
     else:
         out.append("No task changed.")
     out += ["", f"### Regressions ({len(comparison.regressions)})", ""]
-    out += [f"- **{r.kind}**: {_cell(r.message)}" for r in comparison.regressions] or ["None."]
-    out += ["", _cell(_thresholds(comparison)), ""]
+    out += [f"- **{r.kind}**: {markdown_text(r.message)}" for r in comparison.regressions] or ["None."]
+    out += ["", markdown_text(_thresholds(comparison)), ""]
     return "\n".join(out)

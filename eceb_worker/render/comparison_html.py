@@ -24,9 +24,14 @@ from matplotlib.figure import Figure
 from eceb_worker.core.figures import grouped, percent_bps, signed
 from eceb_worker.families.eceb.comparison import Comparison, TaskChange
 from eceb_worker.families.eceb.report import Report
-from eceb_worker.render.comparison import claim_class_note, comparison_verdict, task_change_text
+from eceb_worker.render.comparison import (
+    claim_class_note,
+    comparison_verdict,
+    passing_change_text,
+    task_change_text,
+)
 from eceb_worker.render.html import render_page, report_header
-from eceb_worker.render.plots import COLOURS, SETTINGS, SIZE, budget_axis, inline_svg
+from eceb_worker.render.plots import COLOURS, MARKER_AREA, SETTINGS, SIZE, budget_axis, inline_svg
 
 __all__ = ["comparison_html", "change_plot"]
 
@@ -93,13 +98,13 @@ def change_plot(
                     [row],
                     facecolors="white",
                     edgecolors=COLOURS["naive"],
-                    s=34,
+                    s=MARKER_AREA,
                     zorder=3,
                     label=label("old"),
                 )
             if new is not None:
                 key = "new, task regressed" if task.regressions else "new"
-                axes.scatter([new * scale], [row], color=colour, s=26, zorder=4, label=label(key))
+                axes.scatter([new * scale], [row], color=colour, s=MARKER_AREA, zorder=4, label=label(key))
         axes.set_yticks(range(len(shown)), [_label(t.task_id) for t in reversed(shown)])
         axes.set_ylim(-0.7, max(len(shown), 1) - 0.3)
         axes.grid(axis="y", visible=False)
@@ -173,7 +178,7 @@ def comparison_html(comparison: Comparison, old: Report, new: Report) -> bytes:
         old=report_header(old),
         new=report_header(new),
         changes={
-            "passing": signed(change.passing_tasks),
+            "passing": passing_change_text(change.passing_tasks),
             "tokens": "n/a"
             if change.mean_token_savings_bps is None
             else f"{signed(change.mean_token_savings_bps)} bps",

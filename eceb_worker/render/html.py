@@ -21,6 +21,7 @@ Pure: returns bytes.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -38,9 +39,11 @@ from eceb_worker.families.eceb.gates import GATES, GroupGate
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 from eceb_worker.render.plots import COLOURS, Repetition, ladder_plot, tokens_plot
+from eceb_worker.render.terminal import printable
 from eceb_worker.render.text import disclosure_text, uncertainty_text
 
 __all__ = [
+    "breakable",
     "CLAIM_CLASSES",
     "GROUP_GATES",
     "render_page",
@@ -54,17 +57,59 @@ GROUP_GATES: Final[tuple[str, ...]] = tuple(gate.name for gate in GATES if isins
 _STRATEGY_NAMES: Final = {"full_permitted_context": "baseline", "compiled": "compiled", "naive_top_k": "naive_top_k"}
 
 
+_BREAK_AFTER: Final = re.compile(r"([_/\-.:@]+)(?=[^\s_/\-.:@])|([0-9A-Za-z]{16})(?=[0-9A-Za-z]{8})")
+"""Where an id may wrap: after a run of separators (``_ / - . : @``), and
+after each 16 letters or digits of a long run without one (a digest)."""
+
+
+def breakable(text: object) -> Markup:
+    """``text`` escaped for HTML, with a ``<wbr>`` (a line-break
+    opportunity) after each separator of an id (``_ / - . : @``) and every
+    16 characters of a long run of letters and digits (a digest): a long id
+    wraps at its parts, never between two letters of a word
+    (the template filter ``breakable``)."""
+    raw = _shown(str(text))
+    parts, start = [], 0
+    for match in _BREAK_AFTER.finditer(raw):
+        parts.append(raw[start : match.end()])
+        start = match.end()
+    parts.append(raw[start:])
+    return Markup("<wbr>").join(parts)  # each part escaped
+
+
+def _shown(text: str) -> str:
+    """``text`` with each non-printable character but the line feed escaped
+    (:func:`~eceb_worker.render.terminal.printable`)."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def _inert(value: object) -> object:
+    """A plain string with each non-printable character but the line feed
+    escaped (:func:`~eceb_worker.render.terminal.printable`): a page shown
+    with ``cat`` or ``less`` then carries no terminal control, whatever an
+    input held. Markup (a drawing, a filter's output) and other values are
+    returned as they are (the template's ``finalize``)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return _shown(value)
+    return value
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
-    """The templates, autoescaped, strict about undefined names."""
-    return jinja2.Environment(
+    """The templates, autoescaped, strict about undefined names, every
+    string shown without terminal controls (:func:`_inert`), with the filter
+    ``breakable`` (:func:`breakable`)."""
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("eceb_worker.render", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_inert,
     )
+    environment.filters["breakable"] = breakable
+    return environment
 
 
 def render_page(template: str, **context: Any) -> bytes:

@@ -10,10 +10,24 @@ __all__ = ["status_lines", "usage_text"]
 
 
 def usage_text(usage: Usage) -> str:
-    """``input 1200 (cached 200), output 300 (reasoning 100)`` tokens."""
-    reasoning = "" if usage.reasoning_output_tokens is None else f" (reasoning {usage.reasoning_output_tokens})"
-    cached = f"(cached {usage.cached_input_tokens})"
-    return f"input {usage.input_tokens} {cached}, output {usage.output_tokens}{reasoning} tokens"
+    """``input 1200 (cached 200), output 300 (reasoning 100) tokens``; a
+    counter the usage lacks is shown ``missing``, one reported as no count
+    ``no count``."""
+
+    def shown(name: str) -> str:
+        value = usage.count(name)
+        if name in usage.not_counts:
+            return "no count"
+        return "missing" if value is None else str(value)
+
+    reasoning = "reasoning_output_tokens"
+    extra = (
+        ""
+        if usage.count(reasoning) is None and reasoning not in usage.not_counts
+        else f" (reasoning {shown(reasoning)})"
+    )
+    cached = f"(cached {shown('cached_input_tokens')})"
+    return f"input {shown('input_tokens')} {cached}, output {shown('output_tokens')}{extra} tokens"
 
 
 def status_lines(status: PairStatus) -> list[str]:

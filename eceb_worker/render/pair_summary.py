@@ -18,7 +18,7 @@ from typing import Final
 from eceb_worker.families.paired.differences import MetricSummary
 from eceb_worker.families.paired.summary_document import METRICS, AttemptSummary, Breakdown, PairSummary, Summary
 
-__all__ = ["CSV_HEADER", "csv_rows", "summary_lines"]
+__all__ = ["CSV_HEADER", "csv_rows", "summary_lines", "verdict_line"]
 
 CSV_HEADER: Final = (
     "directory",
@@ -122,6 +122,17 @@ def _breakdown(group: Breakdown, indent: str = "  ") -> list[str]:
     return lines
 
 
+def verdict_line(summary: Summary) -> str:
+    """The verdict in one line: ``verdict: <result>`` (labelled synthetic
+    when it is) or ``verdict: none (<n> reasons)``; what ``eceb pair summary
+    -q`` prints."""
+    verdict = summary.verdict
+    if verdict.reached:
+        label = " (synthetic: verifies software handling only)" if verdict.synthetic else ""
+        return f"verdict: {verdict.result}{label}"
+    return f"verdict: none ({len(verdict.reasons)} reasons)"
+
+
 def summary_lines(summary: Summary) -> list[str]:
     """The lines of ``summary`` for a terminal (module)."""
     lines = [f"paired summary: {len(summary.pairs)} pair directories, freeze {summary.freeze_digest}"]
@@ -179,12 +190,10 @@ def summary_lines(summary: Summary) -> list[str]:
     for group in schedule.by_order:
         lines += _breakdown(group, "    ")
     verdict = summary.verdict
+    lines.append(verdict_line(summary))
     if verdict.reached:
-        label = " (synthetic: verifies software handling only)" if verdict.synthetic else ""
-        lines.append(f"verdict: {verdict.result}{label}")
         lines.append(f"  {verdict.basis}")
     else:
-        lines.append(f"verdict: none ({len(verdict.reasons)} reasons)")
         lines += [f"  - {reason}" for reason in verdict.reasons]
     lines += [f"note: {note}" for note in summary.assessment_notes]
     lines.append(f"note: {summary.credit_label}.")

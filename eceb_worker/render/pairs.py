@@ -5,7 +5,23 @@ from __future__ import annotations
 
 from eceb_worker.families.paired.schedule import Plan
 
-__all__ = ["plan_lines"]
+__all__ = ["execution_lines", "plan_lines"]
+
+
+def execution_lines(plan: Plan, indent: str = "") -> list[str]:
+    """The execution order of ``plan``, a line a pair in schedule order
+    (``pair 1: explanation repeat 1, A then B (pilot): executions 1-2, 2 in
+    all``): what ``eceb pair plan -q`` prints."""
+    lines = []
+    for pair in plan.pairs:
+        arms = " then ".join(arm.value for arm in pair.order)
+        first, second = pair.executions_before + 1, pair.cumulative_executions
+        pilot = " (pilot)" if pair.pilot else ""
+        lines.append(
+            f"{indent}pair {pair.position}: {pair.task.value} repeat {pair.repeat}, {arms}{pilot}: "
+            f"executions {first}-{second}, {pair.cumulative_executions} in all"
+        )
+    return lines
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -22,15 +38,7 @@ def plan_lines(plan: Plan) -> list[str]:
             cell = "/".join(arm.value for arm in pair.order) + (" pilot" if pair.pilot else "")
             cells.append(f"{cell:<13}")
         lines.append(f"  {task.value:<{width}}  " + "  ".join(cells).rstrip())
-    lines += ["", "execution order:"]
-    for pair in plan.pairs:
-        arms = " then ".join(arm.value for arm in pair.order)
-        first, second = pair.executions_before + 1, pair.cumulative_executions
-        pilot = " (pilot)" if pair.pilot else ""
-        lines.append(
-            f"  pair {pair.position}: {pair.task.value} repeat {pair.repeat}, {arms}{pilot}: "
-            f"executions {first}-{second}, {pair.cumulative_executions} in all"
-        )
+    lines += ["", "execution order:", *execution_lines(plan, "  ")]
     lines += [
         "",
         f"{plan.pair_count} pairs, {plan.execution_count} executions "

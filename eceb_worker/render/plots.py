@@ -23,26 +23,26 @@ report or the run holds. Pure: returns text.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import matplotlib as mpl
 import msgspec
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from eceb_worker.families.eceb.run import Observation
 from eceb_worker.families.eceb.verdicts import GroupResult, TaskResult
 from eceb_worker.families.eceb.vocabulary import Strategy
+from eceb_worker.render.svg import inline_svg
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 __all__ = [
     "COLOURS",
+    "MARKER_AREA",
     "SETTINGS",
     "SIZE",
     "Repetition",
@@ -84,14 +84,29 @@ SETTINGS: Final[dict[RcKeyType, Any]] = {
 }
 """Every setting the plots depend on; the rest are matplotlib's defaults."""
 
-_METADATA: Final[dict[str, Any]] = {"Date": None, "Creator": None, "Format": None, "Type": None}
-"""No date, no creator (the library's version) in the SVG."""
 
 SIZE: Final = (6.4, 4.0)
 """Every plot's size in inches."""
 
-_TAG: Final = re.compile(r"<[^<>]*>")
-"""An SVG tag (matplotlib escapes ``<`` and ``>`` in text)."""
+
+MARKER_AREA: Final = 36.0
+"""Every data marker's area in points² (a disc about 7 points across): its
+size does not depend on the axis range, so a group of 100 tokens on an axis
+of 35,000 stays as visible as one at the top."""
+
+_MARKER_EDGE: Final[dict[str, Any]] = {"edgecolors": "white", "linewidths": 0.6, "zorder": 5, "clip_on": False}
+"""Filled markers are outlined in white and drawn over every line, never
+clipped at the axes' edge: a point on a line or on the axis stays visible."""
+
+_NAIVE: Final[dict[str, Any]] = {
+    "marker": "^",
+    "facecolors": "none",
+    "edgecolors": COLOURS["naive"],
+    "s": MARKER_AREA,
+    "zorder": 5,
+    "clip_on": False,
+}
+"""``naive_top_k``'s markers: hollow grey triangles, drawn as the others are."""
 
 _SPREAD: Final = 0.07
 """Horizontal spread of a group's repetitions, in doublings of the budget
@@ -128,23 +143,6 @@ def repetitions_of(observations: Iterable[Observation]) -> tuple[Repetition, ...
         for o in observations
     )
     return tuple(sorted(shown, key=lambda r: (r.strategy, -1 if r.budget is None else r.budget, r.repetition)))
-
-
-class _Writer:
-    """The text stream matplotlib's SVG canvas writes to (it asks for a
-    ``seek`` to tell a stream from a file name, and never calls it)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):  # matplotlib probes with bytes to choose text or binary
-            raise TypeError("a text stream")
-        self.parts.append(text)
-        return len(text)
-
-    def seek(self, *_args: object) -> int:  # pragma: no cover - never called
-        raise NotImplementedError
 
 
 def _budgeted(task: TaskResult) -> list[GroupResult]:
@@ -254,13 +252,11 @@ def _points(
             ys = [float(r.quality_milli if value == "quality" else r.prompt_tokens) for r in items]
             drawn += ys
             if strategy == "naive_top_k":
-                axes.scatter(
-                    xs, ys, marker="^", facecolors="none", edgecolors=COLOURS["naive"], s=30, label=label("naive_top_k")
-                )
+                axes.scatter(xs, ys, label=label("naive_top_k"), **_NAIVE)
                 continue
             ok = passed.get((strategy, budget), False)
             key = "repetition, group passes" if ok else "repetition, group fails"
-            axes.scatter(xs, ys, color=COLOURS["pass" if ok else "fail"], s=22, zorder=4, label=label(key))
+            axes.scatter(xs, ys, c=COLOURS["pass" if ok else "fail"], s=MARKER_AREA, label=label(key), **_MARKER_EDGE)
         return drawn
     for group in _budgeted(task):
         mean = group.quality_milli if value == "quality" else group.prompt_tokens
@@ -268,53 +264,28 @@ def _points(
             continue
         x = float(group.budget)
         if group.strategy == "naive_top_k":
-            axes.scatter(
-                [x],
-                [mean],
-                marker="^",
-                facecolors="none",
-                edgecolors=COLOURS["naive"],
-                s=30,
-                label=label("naive_top_k"),
-            )
+            axes.scatter([x], [mean], label=label("naive_top_k"), **_NAIVE)
             drawn.append(float(mean))
             continue
         colour = COLOURS["pass" if group.passed else "fail"]
         verdict = "passes" if group.passed else "fails"
         key = f"mean, group {verdict}"
-        axes.scatter([x], [mean], color=colour, s=26, zorder=4, label=label(key))
+        axes.scatter([x], [mean], c=colour, s=MARKER_AREA, label=label(key), **_MARKER_EDGE)
         drawn.append(float(mean))
         lowest = group.minimum_quality_milli
         if value == "quality" and lowest is not None and lowest != mean:
             axes.vlines(x, lowest, mean, color=colour, linewidth=1.0)
             axes.scatter(
-                [x], [lowest], color=colour, marker="v", s=22, zorder=4, label=label(f"lowest, group {verdict}")
+                [x],
+                [lowest],
+                c=colour,
+                marker="v",
+                s=MARKER_AREA,
+                label=label(f"lowest, group {verdict}"),
+                **_MARKER_EDGE,
             )
             drawn.append(float(lowest))
     return drawn
-
-
-def inline_svg(figure: Figure, plot_id: str, label: str) -> str:
-    """``figure`` (drawn under :data:`SETTINGS`) as an ``<svg>`` element to
-    inline in HTML: no XML declaration or DTD, the element's id
-    ``plot_id``, every id inside prefixed with it (so are the references to
-    them), ``label`` (plain words, no markup) its accessible name."""
-    writer = _Writer()
-    print_svg = cast("Callable[..., None]", FigureCanvasSVG(figure).print_svg)
-    print_svg(writer, metadata=_METADATA)
-    text = "".join(writer.parts)
-    body = text[text.index("<svg") :]
-
-    def prefixed(tag: re.Match[str]) -> str:  # in tags only: text (a task id) is never rewritten
-        return (
-            tag.group(0)
-            .replace(' id="', f' id="{plot_id}-')
-            .replace('href="#', f'href="#{plot_id}-')
-            .replace("url(#", f"url(#{plot_id}-")
-        )
-
-    body = _TAG.sub(prefixed, body)
-    return body.replace("<svg ", f'<svg class="plot" role="img" aria-label="{label}" id="{plot_id}" ', 1)
 
 
 def _task_figure(task: TaskResult) -> tuple[Figure, Axes, list[int]]:
@@ -376,19 +347,37 @@ def tokens_plot(task: TaskResult, repetitions: Sequence[Repetition] | None, *, p
     repetition (``repetitions``, see :func:`ladder_plot`) or each group's
     mean against the budget, the budget line (tokens = budget), the
     baseline's prompt tokens and the minimum viable budget.
+
+    The budget axis is logarithmic (base 2) and the token axis linear
+    (from 0, so that every count, 0 included, is drawn): the budget line is
+    a cap mark at each ladder budget, at the height of that budget, joined
+    to the next by a straight dashed segment (no curve between budgets,
+    where no group lies). Markers keep :data:`MARKER_AREA` whatever the
+    range of the axis.
     """
     with mpl.rc_context(SETTINGS):
         figure, axes, budgets = _task_figure(task)
         drawn = _points(axes, task, repetitions, "tokens")
         if budgets:
-            low, high = budgets[0] / 1.5, budgets[-1] * 1.5
-            steps = 64
-            xs = [low * (high / low) ** (i / steps) for i in range(steps + 1)]
-            axes.plot(xs, xs, color=COLOURS["budget"], linestyle="--", linewidth=1.2, label="budget (tokens = budget)")
+            # The budget axis is base-2 logarithmic: the reference y = budget is drawn at each ladder budget
+            # (a cap mark) and joined by straight segments, not as the curve y = x would make between them.
+            axes.plot(
+                budgets,
+                budgets,
+                color=COLOURS["budget"],
+                linestyle="--",
+                linewidth=1.2,
+                marker="_",
+                markersize=16.0,
+                markeredgewidth=1.6,
+                zorder=3,
+                label="budget (tokens = budget, at each ladder budget)",
+                gid="budget-line",
+            )
             drawn += [float(b) for b in budgets]
         _baseline(axes, task.baseline_prompt_tokens, "baseline {:,} tokens", drawn)
-        top = max([0.0, *drawn])
-        axes.set_ylim(0.0, top * 1.1 + 1.0)
+        top = max([0.0, *drawn]) * 1.1 + 1.0
+        axes.set_ylim(-top * 0.03, top)  # a margin below 0: a point of few tokens stands clear of the axis
         axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{round(value):,}"))
         axes.set_ylabel("prompt tokens")
         return _finished(figure, axes, task, plot_id, "prompt tokens against budget")

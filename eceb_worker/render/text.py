@@ -1,6 +1,10 @@
 """The text summaries ``eceb evaluate``, ``eceb corpus verify`` and
 ``eceb-dist wait`` print: an evaluation report (ECEB-0.1 §12) and a
 verification report (§5), as lines.
+
+Every line is terminal-safe: the ids, paths and messages an input holds are
+printed with their non-printable characters escaped
+(:func:`~eceb_worker.render.terminal.printable`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from eceb_worker.families.eceb.explanations import (
 )
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.verdicts import TaskResult
+from eceb_worker.render.terminal import printable
 
 __all__ = [
     "MINIMUM_VIABLE_BUDGET",
@@ -36,6 +41,7 @@ __all__ = [
     "tasks_pass",
     "token_counts_line",
     "uncertainty_text",
+    "unregistered_lines",
     "verdict_line",
     "verification_verdict",
 ]
@@ -87,14 +93,14 @@ def task_line(task: TaskResult) -> str:
             "prompt tokens", task.token_savings_bps, task.baseline_prompt_tokens, task.compiled_prompt_tokens
         )
         cost = saving_text("cost", task.cost_savings_bps, task.baseline_cost_micro_usd, task.compiled_cost_micro_usd)
-        return f"PASS  {task.task_id}: minimum viable budget {_tokens(budget)}; {tokens}; {cost}"
+        return printable(f"PASS  {task.task_id}: minimum viable budget {_tokens(budget)}; {tokens}; {cost}")
     where = (
         f"first passing budget {_tokens(budget)}, but the task fails"
         if budget is not None
         else "no budget of the ladder passes every gate"
     )
     deciding = sum(1 for failure in task.failed_assertions if decides_verdict(task, failure))
-    return f"FAIL  {task.task_id}: {where}; {deciding} failed assertion(s) decide the verdict"
+    return printable(f"FAIL  {task.task_id}: {where}; {deciding} failed assertion(s) decide the verdict")
 
 
 def _interval(bps: tuple[int, int] | None) -> str:
@@ -161,7 +167,7 @@ def task_lines(task: TaskResult, *, estimated: bool = True) -> Iterator[str]:
         group = f"{failure.strategy}@{failure.budget}" if failure.budget is not None else failure.strategy
         repetition = f" rep {failure.repetition}" if failure.repetition is not None else ""
         mark = "" if decides_verdict(task, failure) else NOT_DECIDING
-        yield f"      {failure.gate}: {group or 'task'}{repetition}: {failure.message}{mark}"
+        yield printable(f"      {failure.gate}: {group or 'task'}{repetition}: {failure.message}{mark}")
 
 
 def claim_lines(report: Report) -> Iterator[str]:
@@ -239,11 +245,11 @@ def report_lines(report: Report, source: str, *, report_path: str | None = None)
     failed assertion, the mean savings with their sums and counts, and a
     pointer to the HTML report of ``report_path`` (the file written, if any)."""
     inputs = report.inputs
-    yield f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}"
-    yield from claim_lines(report)
+    yield printable(f"benchmark {inputs.benchmark_id} (task root {inputs.task_root[:16]}...), run {inputs.run_id}")
+    yield from map(printable, claim_lines(report))
     yield token_counts_line(report)
     yield f"disclosure check: {disclosure_text(report)}"
-    yield (
+    yield printable(
         f"corpus {source}: {grouped(inputs.artifact_count)} artifacts verified against the registry, "
         f"root {inputs.corpus_root[:16]}..."
     )
@@ -253,7 +259,7 @@ def report_lines(report: Report, source: str, *, report_path: str | None = None)
         yield from task_lines(task, estimated=estimated)
     yield _mean_line(report)
     yield _mean_interval_line(report)
-    yield html_pointer(report_path)
+    yield printable(html_pointer(report_path))
 
 
 def verdict_line(report: Report) -> str:
@@ -280,7 +286,26 @@ def finding_lines(report: VerificationReport) -> Iterator[str]:
             )
         elif finding.detail:
             line += f"  {finding.detail}"
-        yield line
+        yield printable(line)
+
+
+UNREGISTERED_SHOWN: Final = 10
+"""Unregistered files :func:`unregistered_lines` names; the rest are counted."""
+
+
+def unregistered_lines(report: VerificationReport) -> Iterator[str]:
+    """One line per file the registry does not list (printed on standard
+    error), at most :data:`UNREGISTERED_SHOWN`, then a count of the rest."""
+    found = report.unregistered
+    if found is None or not found.count:
+        return
+    label = "UNREGISTERED" if found.fail else "unregistered"
+    for path in found.paths[:UNREGISTERED_SHOWN]:
+        yield f"{label}  {printable(path)}  not in the registry"
+    rest = found.count - min(len(found.paths), UNREGISTERED_SHOWN)
+    if rest:
+        listed = "them all" if len(found.paths) >= found.count else f"the first {grouped(len(found.paths))}"
+        yield f"... and {grouped(rest)} more not in the registry (--json lists {listed})"
 
 
 def artifacts_verified(report: VerificationReport) -> str:
@@ -291,7 +316,14 @@ def artifacts_verified(report: VerificationReport) -> str:
 def verification_verdict(report: VerificationReport) -> str:
     """The verdict line of a verification."""
     verdict = "verified" if report.ok else "FAILED"
-    return (
+    found = report.unregistered
+    extra = ""
+    if found is not None:
+        files = f"{grouped(found.count)} file{'s' if found.count != 1 else ''}"
+        extra = f"; {files} not in the registry" + ("" if found.fail or not found.count else " (reported only)")
+        if found.excluded:
+            extra += f" ({grouped(found.excluded)} more left out by the rules' exclude globs)"
+    return printable(
         f"{verdict}: {report.verified_count}/{report.artifact_count} artifacts match "
-        f"({report.bytes_hashed} bytes hashed) from {report.source}; corpus root {report.corpus_root}"
+        f"({report.bytes_hashed} bytes hashed) from {report.source}; corpus root {report.corpus_root}{extra}"
     )

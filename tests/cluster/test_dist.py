@@ -7,6 +7,8 @@ writes from the same files, for any worker count and shard size.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -244,7 +246,7 @@ def test_a_result_backend_refused_or_unreachable_at_start_fails_at_once(
     for backend in (redis_server.url(99999), "redis://127.0.0.1:1/0"):
         for args in (("status", "0" * 32), ("wait", "0" * 32), ("cancel", "0" * 32), ("result", "0" * 32, "-o", "-")):
             started = time.monotonic()
-            done = dist(redis_server, s3_server, *args, "--result-backend", backend)
+            done = dist(redis_server, s3_server, *args, result_backend=backend)
             assert done.returncode == exit_codes.STORAGE, (args, done.stderr)
             assert "cannot reach the result backend redis://" in done.stderr, done.stderr
             assert redis_server.password not in done.stderr
@@ -279,6 +281,40 @@ def test_submission_refuses_what_no_worker_could_use(
     assert "'relative/corpus' is a relative path" in relative.stderr
     for refused in (credentials, no_bucket, relative):
         assert refused.stdout == ""
+
+
+def test_a_misspelled_corpus_prefix_is_refused_before_a_job_exists(
+    redis_server: RedisServer, s3_server: S3Server, bucket: str
+) -> None:
+    """The corpus prefix must hold the registry's first artifact (one HEAD):
+    a misspelled prefix or bucket is bad input at once, for ``submit`` and
+    ``verify``; no job is queued."""
+
+    def jobs() -> set[str]:
+        listed = dist(redis_server, s3_server, "jobs", "--json", "--limit", "100000")
+        return {job["job_id"] for job in json.loads(listed.stdout)}
+
+    first = (SEED / "registry.jsonl").read_text(encoding="utf-8").splitlines()[1]
+    path = json.loads(first)["path"]
+    before = jobs()
+    registry = f"s3://{bucket}/seed/registry.jsonl"
+    for corpus, reason in (
+        (f"s3://{bucket}/seed/corpsu", "no object under this prefix"),
+        (f"s3://{bucket}-typo/seed/corpus", f"no such bucket {bucket}-typo"),
+    ):
+        for words in (
+            ("submit", f"s3://{bucket}/seed/benchmark.json", f"s3://{bucket}/seed/run.json"),
+            ("verify", registry),
+        ):
+            result = dist(
+                redis_server, s3_server, *words, "--corpus", corpus, "--out", f"s3://{bucket}/reports/refused.json"
+            )
+            assert result.returncode == exit_codes.BAD_INPUT, (words, result.stdout + result.stderr)
+            assert result.stdout == ""
+            first_artifact = f"the registry's first artifact, {path} (line 2 of {registry}), is not there"
+            assert f"{corpus}: {reason}; {first_artifact}" in result.stderr
+            assert "is the corpus prefix right? Nothing was submitted" in result.stderr
+    assert jobs() == before
 
 
 def test_a_step_still_running_never_undoes_a_cancel(redis_server: RedisServer) -> None:
@@ -396,23 +432,24 @@ def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server:
 def test_a_corpus_in_a_missing_bucket_fails_as_storage_without_retries(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
-    """NoSuchBucket is final: the shard fails at once, never "Retry in"."""
+    """NoSuchBucket is final: the shard fails at once, never "Retry in".
+    (``submit`` refuses such a corpus; the job is queued as a bucket
+    deleted after submission would leave it.)"""
+    from eceb_cli.submission import evaluation_message
+    from eceb_worker.cluster.client import Cluster
+
     out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
     missing = f"no-such-bucket-{uuid.uuid4().hex[:8]}"
-    result = dist(
-        redis_server,
-        s3_server,
-        "submit",
+    message = evaluation_message(
         f"s3://{bucket}/seed/benchmark.json",
         f"s3://{bucket}/seed/run.json",
-        "--corpus",
-        f"s3://{missing}/corpus",
-        "--out",
-        out,
-        "--shard-bytes",
-        "1000000000",
+        corpus=f"s3://{missing}/corpus",
+        out=out,
+        endpoint_url=s3_server.endpoint_url,
+        shard_bytes=1_000_000_000,
     )
-    job_id = result.stdout.strip()
+    Cluster(redis_server.url()).submit(message, created=int(time.time()), corpus=message.corpus.source, out=out)
+    job_id = message.job_id
     waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", WAIT_S)
     assert waited.returncode == exit_codes.STORAGE, waited.stderr
     assert "1 of 1 re-hash shards failed; first: re-hash shard 0:" in waited.stderr
@@ -433,10 +470,11 @@ def test_status_into_a_closed_pipe_keeps_its_exit_code(redis_server: RedisServer
     job_id = uuid.uuid4().hex
     store.create(job_id, phase="queued", kind="evaluate")
     store.client.close()
-    command = (sys.executable, "-m", "eceb_cli.dist", "status", "--broker-url", redis_server.url())
-    done = run_with_closed_reader("stdout", *command, job_id)
+    command = (sys.executable, "-m", "eceb_cli.dist", "status")
+    env = {**os.environ, "ECEB_BROKER_URL": redis_server.url()}
+    done = run_with_closed_reader("stdout", *command, job_id, env=env)
     assert (done.returncode, done.stderr) == (exit_codes.OK, b"")
-    unknown = run_with_closed_reader("stderr", *command, uuid.uuid4().hex)
+    unknown = run_with_closed_reader("stderr", *command, uuid.uuid4().hex, env=env)
     assert (unknown.returncode, unknown.stdout) == (exit_codes.NO_SUCH_JOB, b"")
 
 

@@ -1,8 +1,10 @@
 """No job waits for ever (docs/DISTRIBUTED.md), with the default bounds: a
 whole worker killed mid-shard (its main process and its pool), with another
-worker alive and with none until one starts a minute later; a worker frozen
-beyond its lease, then resumed; and what ``eceb-dist status`` and ``wait``
-say meanwhile. Each job ends with the report ``eceb evaluate`` writes.
+worker alive; a worker frozen beyond its lease, then resumed; the soak. With
+shorter bounds, set as an operator sets them: a whole worker killed with
+none left until one starts once every bound has run out, and what
+``eceb-dist status`` and ``wait`` say meanwhile. Each job ends with the
+report ``eceb evaluate`` writes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from eceb_worker.cluster.state import TERMINAL_PHASES, JobStore
 from eceb_worker.cluster.steps import Bounds
 from tests.support.dist_support import dist, embedded_report, seeded_bucket
 from tests.support.faults import (
+    SHORT_BOUNDS,
+    STALL_TIMEOUT_S,
     STALLED,
+    bounds_settings,
     eceb_dist,
     finishes_with_the_report,
     has_read_a_job,
@@ -36,9 +41,14 @@ from tests.support.relays import StallingRelay
 from tests.support.s3_server import S3Server
 
 BOUNDS = Bounds()
-"""The default bounds (no setting is changed in this module)."""
+"""The default bounds (every test but the one with no worker left keeps them)."""
 LOST_SHARD_BOUND_S = BOUNDS.lease_s + BOUNDS.watch_s + BOUNDS.heartbeat_s
 """How soon a shard lost with its worker is published again, at most."""
+
+
+def _lost_shard_bound_s(bounds: Bounds) -> int:
+    """How soon a shard lost with its worker is published again, at most, with ``bounds``."""
+    return bounds.lease_s + bounds.watch_s + bounds.heartbeat_s
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +109,25 @@ def _shard_name(step: str) -> str:
 
 
 def test_whole_worker_killed_with_none_left_the_job_waits_saying_so_then_ends_once_one_starts(
-    redis_server: RedisServer, s3_server: S3Server, bucket: str, expected_report: bytes, tmp_path: Path
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    bucket: str,
+    expected_report: bytes,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The only worker killed whole mid-shard: ``status`` and ``wait
     --timeout`` say the shard was lost and no worker is alive; a worker
-    started a minute later publishes the shard again at once, and the job
-    ends with the identical report."""
+    started once every bound has run out (twice the longest, after the
+    kill) publishes the shard again at once, and the job ends with the
+    identical report. The bounds are :data:`SHORT_BOUNDS`, set in the
+    environment of every process the test starts (the workers, the
+    commands, the submission), so that the wait lasts half a minute rather
+    than the minute the default bounds take."""
+    for name, value in bounds_settings(SHORT_BOUNDS).items():
+        monkeypatch.setenv(name, value)
+    lost_bound_s = _lost_shard_bound_s(SHORT_BOUNDS)
+    later_s = 2 * max(lost_bound_s, SHORT_BOUNDS.untaken_s + SHORT_BOUNDS.watch_s)
     with StallingRelay(s3_server.endpoint_url, key_suffix=f"corpus/{STALLED}") as relay:
         with celery_workers(redis_server.url(), 1, tmp_path / "first") as workers:
             job_id, _ = submit_seed(redis_server, s3_server, bucket, relay.endpoint_url)
@@ -121,14 +144,16 @@ def test_whole_worker_killed_with_none_left_the_job_waits_saying_so_then_ends_on
             status = dist(redis_server, s3_server, "status", job_id).stdout
             return f"waiting for {name}: lost (" in status and "no live worker" in status
 
-        wait_for(says_lost, "status to show the shard lost and no live worker", timeout=3 * LOST_SHARD_BOUND_S)
+        wait_for(
+            says_lost, "status to show the shard lost and no live worker", timeout=STALL_TIMEOUT_S + 3 * lost_bound_s
+        )
         waited = dist(redis_server, s3_server, "wait", job_id, "--timeout", "1")
         assert waited.returncode == exit_codes.JOB_NOT_FINISHED, waited.stderr
         assert f"waiting for {name}: lost (" in waited.stderr, waited.stderr
         assert "no live worker: the job waits until a worker starts" in waited.stderr, waited.stderr
         as_json = dist(redis_server, s3_server, "status", job_id, "--json").stdout
         assert '"live_workers":[]' in as_json and f'"step":"{step}","name":"{name}","state":"lost"' in as_json
-        time.sleep(max(0.0, 60 - (time.monotonic() - killed)))
+        time.sleep(max(0.0, later_s - (time.monotonic() - killed)))
         with celery_workers(redis_server.url(), 1, tmp_path / "second") as later:
             started = time.monotonic()
             finishes_with_the_report(redis_server, s3_server, job_id, expected_report, tmp_path, later)

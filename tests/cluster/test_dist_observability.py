@@ -21,6 +21,7 @@ import subprocess
 import sys
 import termios
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -322,3 +323,39 @@ def test_jobs_lists_the_newest_first_and_warns_without_workers(
         assert dist_at(broker, redis_server, s3_server, "cancel", job_id).returncode == 0
     unknown = dist_at(broker, redis_server, s3_server, "status", uuid.uuid4().hex, "--json")
     assert unknown.returncode == exit_codes.NO_SUCH_JOB
+
+
+def _group_command_lines(pgid: int) -> dict[int, bytes]:
+    """``/proc/PID/cmdline`` of every live process of the process group ``pgid``."""
+    lines: dict[int, bytes] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[3]) == pgid:
+                lines[int(entry.name)] = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    return lines
+
+
+def test_no_process_eceb_starts_has_the_password_on_its_command_line(
+    broker: str, redis_server: RedisServer, s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    """The worker's main process, its pool and whatever they start during a
+    job (read from ``/proc/PID/cmdline`` while the job runs): the broker URL
+    is in the environment only, and no command line holds the password."""
+    password = redis_server.password.encode()
+    seen: dict[int, bytes] = {}
+    with dist_worker(broker, tmp_path / "worker", "--concurrency", "2") as worker:
+        job_id, _ = _submit(broker, redis_server, s3_server, bucket)
+        phase, deadline = "queued", time.monotonic() + 120
+        while phase not in ("done", "failed", "cancelled"):
+            assert time.monotonic() < deadline, worker.stderr()[-3000:]
+            seen.update(_group_command_lines(worker.pid))
+            phase = json.loads(dist_at(broker, redis_server, s3_server, "status", job_id, "--json").stdout)["phase"]
+        seen.update(_group_command_lines(worker.pid))
+    assert worker.pid in seen and len(seen) >= 3, seen  # the main process and its two pool processes at least
+    leaking = [pid for pid, line in seen.items() if password in line]
+    assert not leaking, "a command line holds the Redis password"

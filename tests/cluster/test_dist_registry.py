@@ -116,6 +116,8 @@ def test_findings_of_a_shuffled_registry_come_in_corpus_root_order(
             "--source",
             f"s3://{bucket}/tampered/corpus",
             "--json",
+            "--unregistered",
+            "ignore",
         ],
         capture_output=True,
         text=True,

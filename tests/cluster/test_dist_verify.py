@@ -114,9 +114,11 @@ def local_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Registry, Pa
 def embedded(
     registry_file: Path, source: str, *, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``eceb corpus verify REGISTRY --source SOURCE --json``."""
+    """``eceb corpus verify REGISTRY --source SOURCE --json --unregistered ignore`` (the
+    cluster does not look for unregistered files)."""
+    command = ["corpus", "verify", str(registry_file), "--source", source, "--json", "--unregistered", "ignore"]
     return subprocess.run(
-        [sys.executable, "-m", "eceb_cli", "corpus", "verify", str(registry_file), "--source", source, "--json"],
+        [sys.executable, "-m", "eceb_cli", *command],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -165,7 +167,18 @@ def test_local_corpus_verifies_as_eceb_corpus_verify(
     assert fetched.returncode == waited.returncode == exit_codes.VERIFICATION_FAILED, waited.stderr
     assert fetched.stdout == expected.stdout
     text = subprocess.run(
-        [sys.executable, "-m", "eceb_cli", "corpus", "verify", str(registry_file), "--source", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "eceb_cli",
+            "corpus",
+            "verify",
+            str(registry_file),
+            "--source",
+            str(root),
+            "--unregistered",
+            "ignore",
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -4,11 +4,14 @@ night after night against a real Redis, a worker started with the worker
 Deployment's own command line, and the loopback S3 server holding the
 bundled example ``examples/enterprise-seed``.
 
-Night one has no previous report (exit 0, ``latest.json`` written); a night
-like the last is no regression (exit 0); a night whose run was planted with
-a regression (a passing task's quality lowered below its floor) exits 10
-naming it; the night after compares with the regressed one (exit 0); a
-night whose job fails exits with the job's code and leaves ``latest.json``.
+Night one has no baseline (exit 0, ``baseline.json`` and ``latest.json``
+written); a night like the last is no regression (exit 0, both replaced); a
+night whose run was planted with a regression (a passing task's quality
+lowered below its floor) exits 10 naming it, ``latest.json`` replaced and
+the baseline kept; the night after still compares with the baseline and
+fails again; once that night is accepted (``eceb-dist nightly-accept``), the
+next compares with it (exit 0); a night whose job fails exits with the job's
+code and changes nothing.
 """
 
 from __future__ import annotations
@@ -35,11 +38,16 @@ REGRESSED_TASK = "db-failover-steps"
 
 @pytest.fixture(scope="module")
 def bucket(s3_server: S3Server) -> Iterator[str]:
-    """The seed under ``seed/``, and its run with a regression planted under ``regressed/run.json``."""
+    """The seed under ``seed/``, its run with a regression planted under
+    ``regressed/run.json``, and its corpus less its last artifact under
+    ``partial/corpus``."""
     client = s3_server.client()
     name = f"eceb-nightly-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
     upload_seed(s3_server, name, "seed")
+    s3_server.upload_tree(SEED / "corpus", name, "partial/corpus", threads=4)
+    last = json.loads((SEED / "registry.jsonl").read_text(encoding="utf-8").splitlines()[-1])["path"]
+    client.delete_object(Bucket=name, Key=f"partial/corpus/{last}")
     run = json.loads((SEED / "run.json").read_bytes())
     for observation in run["observations"]:
         if observation["task_id"] == REGRESSED_TASK and observation["strategy"] == "compiled":
@@ -102,6 +110,24 @@ def _night(
     return result
 
 
+def _accept(s3: S3Server, *words: str) -> subprocess.CompletedProcess[str]:
+    """``eceb-dist nightly-accept WORDS`` with the nightly container's environment (no broker needed)."""
+    env = {**os.environ, "ECEB_S3_ENDPOINT_URL": s3.endpoint_url}
+    for variable in ("ECEB_BROKER_URL", "ECEB_RESULT_BACKEND"):
+        env.pop(variable, None)
+    result = subprocess.run(
+        runnable(["eceb-dist", "nightly-accept", *words], {}),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    for secret in s3.secrets:
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
 def _object(s3: S3Server, bucket: str, key: str) -> bytes:
     body: bytes = s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()
     return body
@@ -122,27 +148,37 @@ def test_nights(
 ) -> None:
     expected = embedded_report(tmp_path_factory.mktemp("embedded"))
     latest = f"s3://{bucket}/nightly/latest.json"
+    baseline = f"s3://{bucket}/nightly/baseline.json"
 
-    # Night one: nothing to compare.
+    # Night one: nothing to compare; tonight's report is the baseline.
     first = _night(cronjob, redis_server, s3_server, bucket)
     assert first.returncode == 0, first.stdout + first.stderr
     job_one = first.stdout.splitlines()[0]
     assert len(job_one) == 32
     assert f"tonight: 8/15 tasks pass; report s3://{bucket}/nightly/reports/{job_one}.json" in first.stdout
-    assert f"no previous report at {latest}: the first night, nothing to compare" in first.stdout
+    assert f"no baseline at {baseline}: the first night, nothing to compare" in first.stdout
     assert f"{latest} now holds tonight's report (job {job_one})" in first.stdout
+    assert f"{baseline} now holds tonight's report (job {job_one})" in first.stdout
     assert _object(s3_server, bucket, f"nightly/reports/{job_one}.json") == expected
     assert _object(s3_server, bucket, "nightly/latest.json") == expected
+    assert _object(s3_server, bucket, "nightly/baseline.json") == expected
 
     # A night like the last: no regression.
     second = _night(cronjob, redis_server, s3_server, bucket)
     assert second.returncode == 0, second.stdout + second.stderr
     job_two = second.stdout.splitlines()[0]
     assert "0 of 15 task(s) changed" in second.stdout
+    assert f"compared with the last accepted report, {baseline}:" in second.stdout
     assert "no regression (8/15 -> 8/15 tasks pass)" in second.stdout
     assert f"{latest} now holds tonight's report (job {job_two})" in second.stdout
+    assert f"{baseline} now holds tonight's report (job {job_two})" in second.stdout
     assert _reports(s3_server, bucket) == sorted(
-        ["nightly/latest.json", f"nightly/reports/{job_one}.json", f"nightly/reports/{job_two}.json"]
+        [
+            "nightly/baseline.json",
+            "nightly/latest.json",
+            f"nightly/reports/{job_one}.json",
+            f"nightly/reports/{job_two}.json",
+        ]
     )
 
     # The planted regression: the task that passed fails now, named; the night fails.
@@ -155,26 +191,61 @@ def test_nights(
     assert "(8/15 -> 7/15 tasks pass)" in third.stdout
     regressed = _object(s3_server, bucket, f"nightly/reports/{job_three}.json")
     assert _object(s3_server, bucket, "nightly/latest.json") == regressed != expected
+    # The baseline stays the last accepted report, and the log says how to accept tonight's.
+    assert _object(s3_server, bucket, "nightly/baseline.json") == expected
+    assert f"{baseline} now holds" not in third.stdout
+    assert f"{baseline} unchanged: tonight regressed" in third.stdout
+    assert f"eceb-dist nightly-accept {job_three} --reports s3://{bucket}/nightly/" in third.stdout
 
-    # The next night compares with the regressed night: reported once, not again.
+    # The next night still compares with the baseline: the regression fails it again.
     fourth = _night(cronjob, redis_server, s3_server, bucket, run="regressed")
-    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
-    assert "no regression (7/15 -> 7/15 tasks pass)" in fourth.stdout
+    assert fourth.returncode == exit_codes.REGRESSION, fourth.stdout + fourth.stderr
+    job_four = fourth.stdout.splitlines()[0]
+    assert "(8/15 -> 7/15 tasks pass)" in fourth.stdout
+    assert _object(s3_server, bucket, "nightly/baseline.json") == expected
 
-    # A night whose job fails (its corpus is missing): the job's own exit code, latest.json left.
-    before = digest_bytes(_object(s3_server, bucket, "nightly/latest.json"))
-    failed = _night(cronjob, redis_server, s3_server, bucket, corpus="no-such")
+    # Refused acceptances leave the baseline: a night with no report, a report that is not one.
+    missing = _accept(s3_server, "0" * 32, "--reports", f"s3://{bucket}/nightly/")
+    assert missing.returncode == exit_codes.BAD_INPUT, missing.stdout + missing.stderr
+    assert f"s3://{bucket}/nightly/reports/{'0' * 32}.json: cannot read: no such object" in missing.stderr
+    not_a_report = _accept(s3_server, f"s3://{bucket}/seed/run.json", "--reports", f"s3://{bucket}/nightly")
+    assert not_a_report.returncode == exit_codes.BAD_INPUT, not_a_report.stdout + not_a_report.stderr
+    assert f"s3://{bucket}/seed/run.json" in not_a_report.stderr
+    assert _object(s3_server, bucket, "nightly/baseline.json") == expected
+
+    # The regression accepted (by its night's job id): the nights after compare with it.
+    accepted = _accept(s3_server, job_four, "--reports", f"s3://{bucket}/nightly/")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert accepted.stdout == (
+        f"{baseline} now holds the report s3://{bucket}/nightly/reports/{job_four}.json (7/15 tasks pass)\n"
+    )
+    assert _object(s3_server, bucket, "nightly/baseline.json") == regressed
+    fifth = _night(cronjob, redis_server, s3_server, bucket, run="regressed")
+    assert fifth.returncode == 0, fifth.stdout + fifth.stderr
+    assert "no regression (7/15 -> 7/15 tasks pass)" in fifth.stdout
+
+    # A night whose job fails (an artifact missing from its corpus): the job's own exit code, nothing changed.
+    before = {key: digest_bytes(_object(s3_server, bucket, key)) for key in _reports(s3_server, bucket)}
+    failed = _night(cronjob, redis_server, s3_server, bucket, corpus="partial")
     assert failed.returncode == exit_codes.VERIFICATION_FAILED, failed.stdout + failed.stderr
     assert "no report was written" in failed.stderr
     assert "now holds" not in failed.stdout
-    assert digest_bytes(_object(s3_server, bucket, "nightly/latest.json")) == before
+    assert {key: digest_bytes(_object(s3_server, bucket, key)) for key in _reports(s3_server, bucket)} == before
+
+    # A misspelled corpus prefix: refused before a job exists (bad input), nothing changed.
+    misspelled = _night(cronjob, redis_server, s3_server, bucket, corpus="no-such")
+    assert misspelled.returncode == exit_codes.BAD_INPUT, misspelled.stdout + misspelled.stderr
+    assert (misspelled.stdout, "is the corpus prefix right?" in misspelled.stderr) == ("", True)
+    assert {key: digest_bytes(_object(s3_server, bucket, key)) for key in _reports(s3_server, bucket)} == before
 
 
 def test_markdown_and_different_roots(
     redis_server: RedisServer, s3_server: S3Server, worker: str, bucket: str, cronjob: dict[str, Any], tmp_path: Any
 ) -> None:
     """--markdown writes the CI comment; a previous report of another task
-    root is refused (exit 3) and latest.json left as it was."""
+    root is refused (exit 3) and left as it was. The previous report is a
+    ``latest.json`` alone (a prefix kept before ``baseline.json`` existed):
+    it stands in for the baseline."""
     del worker
     prefix = f"s3://{bucket}/other-roots"
     report = json.loads(embedded_report(tmp_path / "embedded"))

@@ -5,6 +5,7 @@ line (``-n eceb@%h``) and the probe the manifest's own probe command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -71,30 +72,25 @@ def test_a_node_that_does_not_answer_is_not_ready(redis: RedisServer, node: str)
     assert time.monotonic() - started < 30
 
 
-def test_a_worker_of_another_queue_is_not_ready(redis: RedisServer, tmp_path: Path) -> None:
-    log_path = tmp_path / "other-queue.log"
-    name = "other@probe-test"
-    env = {**os.environ, "ECEB_BROKER_URL": redis.url()}
+@contextlib.contextmanager
+def _celery_worker(broker_url: str, log_dir: Path, name: str, queue: str) -> Iterator[None]:
+    """A solo Celery worker of eceb's application named ``name``, consuming
+    ``queue``, until the block ends (ready when the block starts)."""
+    log_path = log_dir / f"{name}.log"
+    env = {**os.environ, "ECEB_BROKER_URL": broker_url}
+    env.pop("ECEB_RESULT_BACKEND", None)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "celery", "-A", "eceb_worker.cluster.app", "worker", "--pool", "solo"),
-                *(
-                    "--queues",
-                    "not-eceb",
-                    "--hostname",
-                    name,
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--loglevel",
-                    "INFO",
-                ),
+                *("--queues", queue, "--hostname", name, "--without-gossip", "--without-mingle"),
+                *("--loglevel", "INFO"),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
-            cwd=tmp_path,
+            cwd=log_dir,
             start_new_session=True,
         )
     try:
@@ -102,11 +98,52 @@ def test_a_worker_of_another_queue_is_not_ready(redis: RedisServer, tmp_path: Pa
         while f"{name} ready." not in log_path.read_text(encoding="utf-8", errors="replace"):
             assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
             time.sleep(0.05)
-        result = _probe(redis.url(), "eceb-dist", "probe", "--node", name)
-        assert result.returncode == 1
-        assert result.stderr == f"not ready: worker {name} answers but consumes not-eceb, not eceb\n"
+        yield
     finally:
         stop_groups([process], 20)
+
+
+def test_a_worker_of_another_queue_is_not_ready(redis: RedisServer, tmp_path: Path) -> None:
+    """On a database of its own (no eceb worker there): asked by name, or
+    without a name, a worker of another queue is not ready."""
+    name = "other@probe-test"
+    url = redis.url(3)
+    with _celery_worker(url, tmp_path, name, "not-eceb"):
+        result = _probe(url, "eceb-dist", "probe", "--node", name)
+        assert result.returncode == 1
+        assert result.stderr == f"not ready: worker {name} answers but consumes not-eceb, not eceb\n"
+        result = _probe(url, "eceb-dist", "probe", "--timeout", "2")
+        assert result.returncode == 1
+        assert result.stderr == f"not ready: no worker consumes eceb: {name} answered, consuming other queues\n"
+
+
+def test_without_a_node_any_worker_of_the_queue_is_ready(redis: RedisServer, tmp_path: Path) -> None:
+    """The walk-through's wait: workers started with names of their own
+    (``-n w1@%h``), a bare ``probe`` passes and names each of them."""
+    url = redis.url(4)
+    with _celery_worker(url, tmp_path, "w1@probe-test", "eceb"), _celery_worker(url, tmp_path, "w2@probe-test", "eceb"):
+        result = _probe(url, "eceb-dist", "probe", "--timeout", "2")
+        assert (result.returncode, result.stderr) == (0, "")
+        assert result.stdout == "ready: workers w1@probe-test, w2@probe-test consume eceb\n"
+        quiet = _probe(url, "eceb-dist", "probe", "-q", "--timeout", "2")
+        assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+        # With a node, only that node: the default name of this host is not one of them.
+        named = _probe(url, "eceb-dist", "probe", "--node", "eceb@%h", "--timeout", "1")
+        assert named.returncode == 1
+        assert "did not answer within 1 s" in named.stderr
+
+
+def test_without_a_node_and_no_worker_is_not_ready(redis: RedisServer) -> None:
+    result = _probe(redis.url(5), "eceb-dist", "probe", "--timeout", "1")
+    assert result.returncode == 1
+    assert result.stderr.startswith("not ready: no worker answered within 1 s (through the broker redis://***@")
+    assert redis.password not in result.stderr
+
+
+def test_node_names_percent_h_as_this_host(redis: RedisServer, node: str) -> None:
+    """``--node eceb@%h`` is the Deployment worker's own name (``-n eceb@%h``)."""
+    result = _probe(redis.url(), "eceb-dist", "probe", "--node", "eceb@%h")
+    assert (result.returncode, result.stdout) == (0, f"ready: worker {node} consumes eceb\n")
 
 
 def test_an_unreachable_broker_is_not_ready() -> None:

@@ -67,9 +67,87 @@ def test_register_root_verify(tmp_path: Path, corpus: Path) -> None:
     ]
     code, out, _ = run("corpus", "root", str(registry))
     assert (code, out.strip()) == (0, header["corpus_root"])
-    code, out, _ = run("corpus", "verify", str(registry), "--source", str(corpus))
+    code, out, _ = run(
+        "corpus", "verify", str(registry), "--source", str(corpus), "--rules", str(tmp_path / "rules.toml")
+    )
     assert code == exit_codes.OK
     assert "verified: 3/3 artifacts" in out
+    assert "0 files not in the registry" in out
+
+
+def test_an_unregistered_file_fails_verification_by_name_never_content(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    rules = ("--rules", str(tmp_path / "rules.toml"))
+    (corpus / "policy/extra.md").write_text("new secret doc\n")
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(corpus), *rules)
+    assert code == exit_codes.VERIFICATION_FAILED
+    assert "UNREGISTERED  policy/extra.md  not in the registry" in err
+    assert "FAILED: 3/3 artifacts match" in out
+    assert "1 file not in the registry" in out
+    assert "secret" not in out + err
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(corpus), "--json", *rules)
+    assert code == exit_codes.VERIFICATION_FAILED
+    report = json.loads(out)
+    assert report["findings"] == []
+    assert report["unregistered"] == {"count": 1, "excluded": 1, "fail": True, "paths": ["policy/extra.md"]}
+    assert "secret" not in out + err
+    # Reported only: exit 0, still named.
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(corpus), "--unregistered", "report", *rules)
+    assert code == exit_codes.OK
+    assert "unregistered  policy/extra.md" in err
+    assert "verified: 3/3 artifacts match" in out
+    assert "1 file not in the registry (reported only)" in out
+    # Not looked for: the report as before, without the field.
+    code, out, _ = run("corpus", "verify", str(registry), "--source", str(corpus), "--json", "--unregistered", "ignore")
+    assert code == exit_codes.OK
+    assert "unregistered" not in json.loads(out)
+
+
+def test_files_the_rules_exclude_are_unregistered_unless_the_rules_are_given(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(corpus), "--json")
+    assert code == exit_codes.VERIFICATION_FAILED
+    assert json.loads(out)["unregistered"]["paths"] == ["policy/scratch.tmp"]
+    code, out, _ = run(
+        "corpus", "verify", str(registry), "--source", str(corpus), "--json", "--rules", str(tmp_path / "rules.toml")
+    )
+    assert code == exit_codes.OK
+    assert json.loads(out)["unregistered"] == {"count": 0, "excluded": 1, "fail": True, "paths": []}
+    # Rules that exclude everything hide nothing unseen: how many they left out is said.
+    everything = tmp_path / "everything.toml"
+    everything.write_text(
+        (tmp_path / "rules.toml").read_text(encoding="utf-8").replace("exclude = [", 'exclude = ["**", ', 1),
+        encoding="utf-8",
+    )
+    code, out, _ = run("corpus", "verify", str(registry), "--source", str(corpus), "--rules", str(everything))
+    assert code == exit_codes.OK
+    listed = sum(1 for path in corpus.rglob("*") if path.is_file())
+    assert f"0 files not in the registry ({listed} more left out by the rules' exclude globs)" in out
+    bad = tmp_path / "bad.toml"
+    bad.write_text('schema = "symgliph.eceb/rules-v0.1"\n[[rule]]\nglob = "**"\nkind = "wiki"\n')
+    code, _, err = run("corpus", "verify", str(registry), "--source", str(corpus), "--rules", str(bad))
+    assert code == exit_codes.BAD_INPUT
+    assert "bad.toml" in err
+
+
+def test_unregistered_files_shown_are_capped_with_a_count_of_the_rest(tmp_path: Path, corpus: Path) -> None:
+    registry = register(tmp_path, corpus)
+    rules = ("--rules", str(tmp_path / "rules.toml"))
+    (corpus / "new").mkdir()
+    for number in range(25):
+        (corpus / f"new/{number:02d}.md").write_text("x")
+    (corpus / "new/a\x1b[31mb.md").write_text("x")  # printed escaped
+    code, out, err = run("corpus", "verify", str(registry), "--source", str(corpus), *rules)
+    assert code == exit_codes.VERIFICATION_FAILED
+    lines = [line for line in err.splitlines() if line.startswith("UNREGISTERED")]
+    assert lines == [f"UNREGISTERED  new/{n:02d}.md  not in the registry" for n in range(10)]
+    assert "... and 16 more not in the registry (--json lists them all)" in err
+    assert "\x1b" not in out + err
+    assert "26 files not in the registry" in out
+    code, out, _ = run("corpus", "verify", str(registry), "--source", str(corpus), "--json", *rules)
+    found = json.loads(out)["unregistered"]
+    assert found["count"] == 26
+    assert found["paths"][-1] == "new/a\\x1b[31mb.md"
 
 
 def test_register_is_deterministic(tmp_path: Path, corpus: Path) -> None:
@@ -84,11 +162,42 @@ def test_unmatched_files_are_all_listed_and_nothing_is_written(tmp_path: Path, c
     output = tmp_path / "registry.jsonl"
     code, _, err = run("corpus", "register", str(corpus), "--rules", str(tmp_path / "rules.toml"), "-o", str(output))
     assert code == exit_codes.BAD_INPUT
-    assert "notes/a.md" in err
-    assert "notes/b.md" in err
-    assert "no rule gives this file a kind" in err
+    assert "2 files under notes/: no rule gives them a kind and a classification: notes/a.md, notes/b.md" in err
     assert not output.exists()
     assert list(tmp_path.glob(".registry.jsonl*")) == []
+
+
+def test_files_no_rule_classifies_are_grouped_by_directory_with_counts(tmp_path: Path, corpus: Path) -> None:
+    """Each group: its directory, what its files lack, their count, the first
+    three named; a group of one file keeps its own problem; other problems
+    stay beside them; ``-v`` lists every file, one problem a line."""
+    for number in range(40):
+        (corpus / f"wiki/team{number % 4}/page{number:02d}.md").parent.mkdir(parents=True, exist_ok=True)
+        (corpus / f"wiki/team{number % 4}/page{number:02d}.md").write_text("x")
+    (corpus / "TOP.md").write_text("x")
+    (corpus / "LICENSE").write_text("x")
+    (corpus / "runbook/bad\\name.md").write_text("x")  # not portable: its own problem
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES + '[[rule]]\nglob = "wiki/team0/**"\nkind = "chat"\n')
+    output = tmp_path / "registry.jsonl"
+    code, _, err = run("corpus", "register", str(corpus), "--rules", str(rules), "-o", str(output))
+    assert code == exit_codes.BAD_INPUT
+    assert not output.exists()
+    lines = err.splitlines()
+    assert lines[-1] == "4 problems found."
+    assert "runbook/bad\\name.md" in lines[0]
+    assert lines[1:4] == [
+        f"error: {rules}, 2 files at the top level: no rule gives them a kind and a classification: "
+        "LICENSE, TOP.md (-v lists every file)",
+        f"error: {rules}, 10 files under wiki/: field 'classification': no rule gives them a classification: "
+        "wiki/team0/page00.md, wiki/team0/page04.md, wiki/team0/page08.md and 7 more (-v lists every file)",
+        f"error: {rules}, 30 files under wiki/: no rule gives them a kind and a classification: "
+        "wiki/team1/page01.md, wiki/team1/page05.md, wiki/team1/page09.md and 27 more (-v lists every file)",
+    ]
+    code, _, err = run("corpus", "register", str(corpus), "--rules", str(rules), "-o", str(output), "-v")
+    assert code == exit_codes.BAD_INPUT
+    assert err.splitlines()[-1] == f"{1 + 2 * 2 + 30 * 2 + 10} problems found."
+    assert f"error: {rules}, wiki/team3/page39.md: field 'kind': no rule gives this file a kind" in err
 
 
 def test_register_refuses_escaping_symlinks(tmp_path: Path, corpus: Path) -> None:

@@ -92,6 +92,7 @@ def test_a_report_compared_with_itself_does_not_regress(reports: dict[str, Path]
     lines = done.stdout.splitlines()
     passing = "8/15" if example == "seed" else "17/20"
     assert lines[-1] == f"no regression ({passing} -> {passing} tasks pass)"
+    assert f"tasks passing       {passing} -> {passing}  (no change)" in lines
     assert "REGRESSION" not in done.stdout and done.stderr == ""
 
 
@@ -100,7 +101,7 @@ def test_the_planted_regression_of_the_seed_fails_naming_the_task(reports: dict[
     assert done.returncode == exit_codes.REGRESSION, done.stdout + done.stderr
     assert f"REGRESSION  pass_to_fail: task {SEED_PLANTED} passed before and fails now" in done.stdout
     assert f"  {SEED_PLANTED}: PASS -> FAIL" in done.stdout
-    assert "tasks passing       8/15 -> 7/15  (-1 passing)" in done.stdout
+    assert "tasks passing       8/15 -> 7/15  (-1: 1 fewer task passes)" in done.stdout
     assert done.stdout.splitlines()[-1].startswith("REGRESSED: ")
     assert "Traceback" not in done.stderr
 
@@ -219,7 +220,7 @@ def test_a_different_claim_class_is_said_in_every_format(reports: dict[str, Path
     assert (
         out.splitlines()[0] == f"NOTE: {note}; results of one claim class are not evidence for another (ECEB-0.1 §15)"
     )
-    assert note in cli("compare", seed, str(other), "--markdown")[1]
+    assert note.replace("_", "\\_") in cli("compare", seed, str(other), "--markdown")[1]  # Markdown-escaped
     assert json.loads(cli("compare", seed, str(other), "--json")[1])["claim_classes_differ"] is True
 
 
@@ -294,3 +295,20 @@ def test_the_summary_evaluate_prints_is_the_one_the_readme_shows(reports: dict[s
         assert line in printed.splitlines(), line
     assert f"HTML report with plots: eceb render {report} --html -o report.html" in printed.splitlines()
     assert f"8/15 tasks pass; report written to {report}" in printed.splitlines()
+
+
+def test_markdown_of_hand_made_ids_carries_no_image_link_mention_or_control(
+    reports: dict[str, Path], tmp_path: Path
+) -> None:
+    document = json.loads(reports["seed"].read_text())
+    ids = ["![t](https://tracker.example/p.png)", "[c](javascript:alert(1))", "@org/team", "x\x1b[2K\rPASS"]
+    for task, task_id in zip(document["tasks"], ids, strict=False):
+        task["task_id"] = task_id
+    hand_made = tmp_path / "hand-made.json"
+    hand_made.write_text(json.dumps(document))
+    done = run_eceb("compare", str(reports["seed"]), str(hand_made), "--markdown")
+    assert done.returncode == exit_codes.REGRESSION, done.stderr
+    out = done.stdout
+    assert "\\!\\[t\\](https\\://tracker.example/p.png)" in out and "\\[c\\](javascript:alert(1))" in out
+    assert "@\u200dorg/team" in out and "x\\\\x1b\\[2K\\\\rPASS" in out
+    assert "![" not in out and "https://" not in out and "@org" not in out and "\x1b" not in out

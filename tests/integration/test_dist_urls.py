@@ -53,9 +53,38 @@ def test_a_broker_or_backend_that_is_not_redis_is_a_usage_error(variable: str, u
 
 def test_a_url_given_by_option_is_checked_too() -> None:
     """``--result-backend`` overrides its variable, which the message names."""
-    result = _dist("status", "0" * 32, "--result-backend", f"http://x:{SECRET}@127.0.0.1:1/")
+    result = _dist("status", "0" * 32, "--result-backend", "http://127.0.0.1:1/")
     assert result.returncode == exit_codes.USAGE, result.stderr
     assert "ECEB_RESULT_BACKEND is not a Redis URL" in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--broker-url", "--result-backend"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://:{SECRET}@127.0.0.1:1/0",
+        f"rediss://user:{SECRET}@127.0.0.1:1/0",
+        f"redis://127.0.0.1:1/0;redis://:{SECRET}@127.0.0.1:2/0",
+        f"http://x:{SECRET}@127.0.0.1:1/",
+    ],
+)
+def test_a_password_on_the_command_line_is_a_usage_error(option: str, url: str) -> None:
+    """A command line shows in the process list: a URL holding a password
+    goes in the environment, and the message names its variable."""
+    variable = "ECEB_BROKER_URL" if option == "--broker-url" else "ECEB_RESULT_BACKEND"
+    for args in (("status", "0" * 32), ("worker",), ("probe",)):
+        result = _dist(*args, option, url, ECEB_BROKER_URL="redis://127.0.0.1:1/0")
+        assert result.returncode == exit_codes.USAGE, (args, result.stdout + result.stderr)
+        assert f"Invalid value for '{option}': holds a password" in result.stderr
+        assert f"give this URL in {variable}" in result.stderr
+        assert SECRET not in result.stdout + result.stderr
+
+
+def test_a_password_for_celery_on_the_worker_command_line_is_a_usage_error() -> None:
+    """Arguments passed on to ``celery worker`` are held to the same rule."""
+    result = _dist("worker", "-b", f"redis://:{SECRET}@127.0.0.1:1/0", ECEB_BROKER_URL="redis://127.0.0.1:1/0")
+    assert result.returncode == exit_codes.USAGE, result.stdout + result.stderr
+    assert "holds a password" in result.stderr
     assert SECRET not in result.stdout + result.stderr
 
 

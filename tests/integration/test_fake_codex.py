@@ -16,7 +16,7 @@ import pytest
 
 from eceb_worker.families.paired.prompts import codex_argv
 from eceb_worker.families.paired.schedule import Arm
-from eceb_worker.families.paired.transport import Transport, TransportStatus, read_transport
+from eceb_worker.families.paired.transport import COUNTERS, Transport, TransportStatus, read_transport
 from tests.support.fake_codex import MUTATION
 from tests.support.provider import PAIRED, example_prompt, example_repository, fake_codex_wrapper, provider_env
 
@@ -151,6 +151,9 @@ def test_usage_grows_with_the_context(bench: Path) -> None:
         ("partial", TransportStatus.PARTIAL, 0),
         ("two-turns", TransportStatus.INCOMPATIBLE, 0),
         ("network-failure", TransportStatus.FAILED, 1),
+        ("missing-counter", TransportStatus.COMPLETED, 0),
+        ("negative-counter", TransportStatus.COMPLETED, 0),
+        ("huge-counters", TransportStatus.COMPLETED, 0),
     ],
 )
 def test_each_scenario_reads_as_its_status(bench: Path, scenario: str, status: TransportStatus, code: int) -> None:
@@ -163,6 +166,17 @@ def test_each_scenario_reads_as_its_status(bench: Path, scenario: str, status: T
     if scenario == "not-json":
         with pytest.raises(json.JSONDecodeError):
             json.loads(transport.answer or "")
+    if scenario in ("missing-counter", "negative-counter", "huge-counters"):
+        assert transport.usage is not None and transport.answer is not None
+        unknown = {name: why[0] for name in COUNTERS if (why := transport.usage.unknown(name)) is not None}
+        assert (
+            unknown
+            == {
+                "missing-counter": {"cached_input_tokens": "missing_counters"},
+                "negative-counter": {"input_tokens": "missing_counters"},
+                "huge-counters": {"input_tokens": "overflow", "output_tokens": "overflow"},
+            }[scenario]
+        )
 
 
 def test_exit_error_writes_nothing_on_stdout(bench: Path) -> None:

@@ -82,3 +82,49 @@ def test_the_comparison_page_names_the_planted_regression(pages: dict[str, Path]
         body = opened.page.locator("body").inner_text()
         assert "db-failover-steps" in body and "budget_up" in body
         assert "minimum viable budget rose from 512 to 1,024 tokens" in body
+
+
+_WORDS_SPLIT = """
+() => {
+  // Every run of characters between two break opportunities (a space, or just after _ / - . :)
+  // of a header, a heading, a card or a task id must lie on one line: no word is wrapped mid-word.
+  const split = [];
+  const places = "th, h1, h2, h3, .card .label, .card .value, .card .sub, table.index td:first-child, "
+    + "table.changes td:first-child";
+  for (const element of document.querySelectorAll(places)) {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+      const text = node.data;
+      let start = 0;
+      for (let i = 0; i <= text.length; i++) {
+        const space = i === text.length || /\\s/.test(text[i]);
+        const after = !space && /[_\\/\\-.:]/.test(text[i]);
+        if (!space && !after) continue;
+        const stop = after ? i + 1 : i;
+        if (stop - start > 1) {
+          const range = document.createRange();
+          range.setStart(node, start);
+          range.setEnd(node, stop);
+          const tops = new Set(Array.from(range.getClientRects()).filter((r) => r.width > 0)
+            .map((r) => Math.round(r.top)));
+          if (tops.size > 1) split.push(text.slice(start, stop));
+        }
+        start = i + 1;
+      }
+    }
+  }
+  return split;
+}
+"""
+
+
+@pytest.mark.parametrize("width", [1280, 900, 600])
+@pytest.mark.parametrize("name", list(PLOTS))
+def test_no_header_card_or_id_is_wrapped_mid_word(
+    name: str, width: int, pages: dict[str, Path], browser: Browser
+) -> None:
+    with open_page(browser, pages[name], width=width) as opened:
+        split = opened.page.evaluate(_WORDS_SPLIT)
+        assert split == [], f"wrapped mid-word at {width}px: {split[:10]}"
+        overflow = opened.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px (only a wide table may)"

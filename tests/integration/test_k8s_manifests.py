@@ -142,10 +142,11 @@ def test_workers_probes_ask_the_worker_itself(objects: list[dict[str, Any]]) -> 
     worker = container(find(objects, "Deployment", "eceb-worker"), "worker")
     assert worker["command"] == ["eceb-dist", "worker"]
     args = worker["args"]
-    assert args[args.index("-n") + 1] == "eceb@%h"  # the node name the probe asks by default
+    assert args[args.index("-n") + 1] == "eceb@%h"  # the node name each probe asks
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         command = worker[probe]["exec"]["command"]
         assert command[:2] == ["eceb-dist", "probe"], probe
+        assert command[command.index("--node") + 1] == "eceb@%h", probe  # this pod's worker, no other
         inner = float(command[command.index("--timeout") + 1])
         assert worker[probe]["timeoutSeconds"] > inner, probe
     # Restarted only after a Redis outage the workers ride out (ECEB_REDIS_OUTAGE_S, 60 s).
@@ -326,7 +327,11 @@ def test_brokers_password_comes_from_a_secret(overlay: str, objects: list[dict[s
     assert server["image"].startswith("redis:7.4.")
     args = server["args"]
     assert args[args.index("--appendonly") + 1] == "yes"
-    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+    # The password on redis-server's standard input, from the environment; on no command line.
+    assert server["command"][:2] == ["sh", "-c"]
+    assert "requirepass $REDIS_PASSWORD\n" in server["command"][2]
+    assert server["command"][2].startswith('exec redis-server - "$@" <<EOF\n')
+    assert not [word for word in server["command"] + args if "REDIS_PASSWORD)" in word or word == "--requirepass"]
     assert args[args.index("--maxmemory-policy") + 1] == "noeviction"  # a queue is never evicted
     assert args[args.index("--maxmemory") + 1] == "768mb"  # below the 1Gi limit
     assert _env(server)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "eceb-redis", "key": "password"}

@@ -39,3 +39,14 @@ def test_plan_json_is_the_canonical_plan_valid_against_its_schema() -> None:
     assert list(Draft202012Validator(schema).iter_errors(document)) == []
     assert msgspec.json.decode(done.stdout, type=Plan) == plan()
     assert document["schema"] == "symgliph.eceb/pair-plan-v0.1"
+
+
+def test_plan_quiet_prints_only_the_execution_order() -> None:
+    done = subprocess.run([*ECEB, "pair", "plan", "-q"], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 9, "a line a pair, nothing else"
+    assert lines[0] == "pair 1: explanation repeat 1, A then B (pilot): executions 1-2, 2 in all"
+    assert lines[-1] == "pair 9: verification repeat 3, A then B: executions 17-18, 18 in all"
+    quiet_json = subprocess.run([*ECEB, "pair", "plan", "-q", "--json"], capture_output=True, check=False)
+    assert quiet_json.stdout == canonical_json(plan()) + b"\n", "-q keeps the document asked for"

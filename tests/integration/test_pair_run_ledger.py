@@ -63,3 +63,43 @@ def test_run_and_approve_record_an_outcome_the_ledger_never_recorded(tmp_path: P
     assert f"recorded the outcome of attempt {pair.name}/B from its attempt.json: completed" in approved.stdout
     assert [e.outcome for e in experiment.ledger()] == ["mutated", "completed"]
     assert experiment.status()["inconsistencies"] == []
+
+
+def test_status_names_a_ledger_whose_authorized_count_disagrees_with_the_authorization(tmp_path: Path) -> None:
+    experiment = PairExperiment(tmp_path)
+    pair = experiment.ready(executions=4)
+    db = sqlite3.connect(experiment.dir / "ledger.sqlite", isolation_level=None)
+    db.execute("UPDATE ledger SET authorized_executions = 18")
+    db.close()
+    refused = experiment.run(pair)
+    assert refused.returncode == 9 and "nothing runs until they agree" in refused.stderr
+    (shown,) = experiment.status()["inconsistencies"]
+    assert shown == (
+        f"{experiment.dir / 'ledger.sqlite'}: holds 18 authorized executions, "
+        f"{experiment.dir / 'authorization.json'} authorizes 4: nothing runs until they agree"
+    )
+    text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
+    assert "inconsistencies: none" not in text and "holds 18 authorized executions" in text
+    (experiment.dir / "authorization.json").unlink()
+    (missing,) = experiment.status()["inconsistencies"]
+    assert missing.startswith(f"{experiment.dir / 'authorization.json'}: missing, though the ledger")
+
+
+def test_a_symbolic_link_among_the_pair_directorys_entries_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    experiment = PairExperiment(tmp_path)
+    pair = experiment.ready()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (pair / "attempts").symlink_to(elsewhere, target_is_directory=True)
+    refused = experiment.run(pair)
+    assert refused.returncode == 3, refused.stderr
+    assert f"{pair / 'attempts'}: is a symbolic link" in refused.stderr
+    assert list(elsewhere.iterdir()) == [] and experiment.ledger() == [] and experiment.invocations() == []
+    (pair / "attempts").unlink()
+    task = pair / "task.json"
+    moved = tmp_path / "task.json"
+    task.rename(moved)
+    task.symlink_to(moved)
+    again = experiment.run(pair)
+    assert again.returncode == 3 and f"{task}: is a symbolic link" in again.stderr
+    assert not (pair / "attempts").exists() and experiment.ledger() == []

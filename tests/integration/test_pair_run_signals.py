@@ -6,6 +6,7 @@ the last authorized execution start it once."""
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -108,3 +109,39 @@ def test_a_complete_stream_in_an_incomplete_journal_is_never_a_total(tmp_path: P
     assert arm["partial_usage"]["input_tokens"] > 0
     text = experiment.eceb("pair", "status", str(experiment.dir), check=True).stdout
     assert "  arm A: incomplete journal (synthetic)" in text and "partial usage (never a total): input" in text
+
+
+def test_a_pair_killed_mid_run_is_in_every_metrics_coverage(tmp_path: Path) -> None:
+    """``kill -9`` of the runner during pair 2 (discovery, B first): the summary shows
+    pair 2 and counts it, for each metric, as unknown where its incomplete
+    journal cannot support it and known where both arms can (the cue estimates)."""
+    experiment = PairExperiment(tmp_path)
+    pilot = experiment.ready()
+    assert experiment.run(pilot).returncode == 0
+    experiment.eceb("pair", "approve", str(experiment.dir), "--approver", "a reviewer", check=True)
+    second = experiment.prepare()
+    runner = experiment.spawn("pair", "run", str(second), scenario="B=slow-ok", sleep=30)
+    try:
+        wait_for(lambda: len(experiment.invocations()) == 3, what="pair 2's first provider to start")
+        runner.kill()
+        runner.communicate(timeout=30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    wait_for(lambda: fake_processes(str(second)) == [], timeout_s=10, what="the provider to be stopped with its runner")
+    done = experiment.eceb("pair", "summary", str(experiment.dir), "-o", str(tmp_path / "summary.json"))
+    assert done.returncode == 1, done.stderr
+    document = json.loads((tmp_path / "summary.json").read_text())
+    assert [(p["position"], p["complete"]) for p in document["pairs"]] == [(1, True), (2, False)]
+    assert [a["state"] for a in document["pairs"][1]["arms"]] == ["not started", "incomplete journal"]
+    overall = {m["metric"]: m for m in document["overall"]["metrics"]}
+    assert document["overall"]["pairs"] == 2
+    for metric in ("input_tokens", "credits", "wall_clock_seconds"):
+        found = overall[metric]
+        assert (found["known"], found["unknown"]) == (1, 1), metric
+        (reason,) = found["unknown_reasons"]
+        assert reason.startswith("pair 2: arm A: the attempt did not start; arm B: "), reason
+    assert (overall["cue_estimate_tokens"]["known"], overall["cue_estimate_tokens"]["unknown"]) == (2, 0)
+    explanation, discovery, _ = document["per_task"]
+    assert (explanation["pairs"], discovery["pairs"]) == (1, 1), "pair 2 is the first discovery pair"
+    assert any("pair 2 (" in reason and "does not count" in reason for reason in document["verdict"]["reasons"])

@@ -383,6 +383,64 @@ def test_rates_that_do_not_apply_make_every_credit_estimate_unavailable(
     assert f"unavailable ({cause})" in shown.done.stdout
 
 
+def test_a_missing_counter_or_one_past_the_range_leaves_the_attempt_judged_and_each_metric_that_needs_it_unknown(
+    tmp_path: Path,
+) -> None:
+    """Arm A's usage lacks ``cached_input_tokens``; arm B's reports input
+    10^20 and output 2^63 tokens. Both turns completed: both answers are
+    judged like any other; only what needs those counters is unknown."""
+    run = run_pairs(tmp_path / "run", count=1, scenarios={1: "A=missing-counter,B=huge-counters"})
+    pilot = run.pair(1)
+    for arm in ("A", "B"):
+        record = run.experiment.attempt(pilot, arm)
+        assert (record.status.value, record.transport.value if record.transport else None) == ("completed", "completed")
+    runner = (pilot / "attempts" / "A" / "runner.stderr").read_text()
+    assert "missing_counters: the completed turn's usage lacks cached_input_tokens" in runner
+    unassessed = summary_cli(run.experiment, str(pilot), out=tmp_path / "unassessed.json").document
+    bundle = write_assessments(unassessed, tmp_path / "bundle.json")
+    shown = summary_cli(run.experiment, str(pilot), "--assessments", str(bundle), out=tmp_path / "s.json")
+    (pair,) = shown.document["pairs"]
+    a, b = pair["arms"]
+    assert (a["state"], a["outcome"], b["state"], b["outcome"]) == ("completed", "passed", "completed", "passed")
+    assert pair["complete"] is True
+    lacks = "the completed turn's usage lacks cached_input_tokens"
+    assert (a["credits"]["credits"], a["credits"]["unavailable"], a["credits"]["reason"]) == (
+        None,
+        "missing_counters",
+        lacks,
+    )
+    for metric in ("cached_input_tokens", "uncached_input_tokens"):
+        assert measure(a, metric) == {"metric": metric, "value": None, "unknown": f"missing_counters: {lacks}"}
+    assert all(measure(a, m)["value"] is not None for m in ("input_tokens", "output_tokens", "reasoning_output_tokens"))
+    assert b["credits"]["unavailable"] == "overflow"
+    past = {"input_tokens": 10**20, "output_tokens": 2**63}
+    for metric, count in past.items():
+        assert measure(b, metric)["unknown"] == f"overflow: {metric} {count} exceeds {2**63 - 1}"
+    assert measure(b, "uncached_input_tokens")["value"] is None
+    assert measure(b, "cached_input_tokens")["value"] is not None
+    overall = {m["metric"]: m for m in shown.document["overall"]["metrics"]}
+    for metric in ("input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens", "credits"):
+        assert (overall[metric]["known"], overall[metric]["unknown"], overall[metric]["median"]) == (0, 1, None), metric
+    assert overall["reasoning_output_tokens"]["known"] == 1
+
+
+def test_quiet_prints_only_the_verdict_line_and_still_writes_the_outputs(nine: PairsRun, tmp_path: Path) -> None:
+    bundle = ("--assessments", str(bundle_of(nine)))
+    loud = summary_cli(nine.experiment, str(nine.dir), *bundle, out=tmp_path / "loud.json")
+    out, table = tmp_path / "quiet.json", tmp_path / "quiet.csv"
+    done = nine.experiment.eceb("pair", "summary", str(nine.dir), *bundle, "-q", "-o", str(out), "--csv", str(table))
+    assert (done.returncode, done.stderr) == (0, "")
+    result = loud.document["verdict"]["result"]
+    assert done.stdout.splitlines() == [f"verdict: {result} (synthetic: verifies software handling only)"]
+    assert len(loud.done.stdout.splitlines()) > 50, "without -q, the whole account"
+    assert out.read_bytes() == loud.data and len(table.read_text().splitlines()) == 10
+    without = nine.experiment.eceb("pair", "summary", str(nine.pair(1)), "-q")
+    assert without.returncode == 1 and without.stdout.splitlines() == [without.stdout.strip()]
+    assert without.stdout.startswith("verdict: none (")
+    missing = nine.experiment.eceb("pair", "summary", str(tmp_path / "nowhere"), "-q")
+    assert missing.returncode in (2, 3) and missing.stderr.strip(), "errors are still shown"
+
+
 def test_csv_on_standard_output_is_a_header_and_one_row_per_pair(nine: PairsRun) -> None:
     done = nine.experiment.eceb("pair", "summary", str(nine.dir), "--assessments", str(bundle_of(nine)), "--csv", "-")
     assert done.returncode == 0, done.stderr

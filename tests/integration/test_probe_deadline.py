@@ -21,7 +21,7 @@ PROBE_TIMEOUT_S = 5
 def _kubelet_timeout_s() -> int:
     spec = container(find(render("in-cluster-redis"), "Deployment", "eceb-worker"), "worker")
     probe = spec["livenessProbe"]
-    assert probe["exec"]["command"] == ["eceb-dist", "probe", "--timeout", str(PROBE_TIMEOUT_S)]
+    assert probe["exec"]["command"] == ["eceb-dist", "probe", "--timeout", str(PROBE_TIMEOUT_S), "--node", "eceb@%h"]
     timeout: int = probe["timeoutSeconds"]
     return timeout
 

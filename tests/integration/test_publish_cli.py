@@ -239,6 +239,71 @@ def test_enterprise_validated_with_its_evidence_publishes_and_checks(tmp_path: P
     assert done.returncode == 0, done.stderr
 
 
+def _closed_sources(tmp_path: Path) -> Path:
+    """The seed's sources file, its one source declared not redistributable."""
+    sources = json.loads((SEED / "sources.json").read_text())
+    sources["sources"][0]["redistributable"] = False
+    path = tmp_path / "closed-sources.json"
+    path.write_text(json.dumps(sources))
+    return path
+
+
+def test_answers_disclosing_restricted_text_of_a_closed_corpus_are_refused(tmp_path: Path) -> None:
+    run = _validated_run(tmp_path, "sampled")
+    report = report_of(SEED, tmp_path, run)
+    declarations = tmp_path / "declarations.json"
+    declarations.write_text(
+        json.dumps(
+            {
+                "schema": "symgliph.eceb/declarations-v0.1",
+                "sampling": "every task",
+                "authorization": "synthetic data",
+                "reproducibility": "seed 7",
+            }
+        )
+    )
+    out = tmp_path / "bundle"
+    done = eceb(
+        "publish", SEED / "benchmark.json", run, report, "--sources", _closed_sources(tmp_path),
+        "--declarations", declarations, "--implementation-revision", "rev-1", "-o", out,
+        "--claim", "enterprise_validated",
+    )  # fmt: skip
+    assert done.returncode == exit_codes.PUBLICATION_REFUSED, done.stderr
+    assert not out.exists()
+    lines = [line for line in done.stderr.splitlines() if "disclosure(s)" in line]
+    assert {line.split("task ")[1].split(":")[0] for line in lines} == {
+        "'pii-export-expiry'", "'breakglass-credential'"
+    }  # fmt: skip
+    assert "(compiled@256 rep 1, compiled@256 rep 2, compiled@512 rep 2)" in done.stderr
+    assert "not redistributable" in done.stderr
+    assert "run cannot be redacted" in done.stderr
+    secret = (SEED / "corpus" / "infrastructure" / "break-glass-access.md").read_bytes()[177:204].decode()
+    assert secret not in done.stderr and secret not in done.stdout
+    # The same run, its sources redistributable: the corpus may publish the text, the bundle is written.
+    done = eceb(
+        "publish", SEED / "benchmark.json", run, report, "--sources", SEED / "sources.json",
+        "--declarations", declarations, "--implementation-revision", "rev-1", "-o", out,
+        "--claim", "enterprise_validated",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_report_not_checked_for_disclosures_of_a_closed_corpus_is_refused(tmp_path: Path) -> None:
+    report = tmp_path / "unchecked.json"
+    done = eceb(
+        "evaluate", SEED / "benchmark.json", SEED / "run.json", "--corpus", CORPORA["enterprise-seed"],
+        "--no-disclosure-check", "-o", report, "-q",
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    out = tmp_path / "bundle"
+    done = eceb(
+        "publish", SEED / "benchmark.json", SEED / "run.json", report, "--sources", _closed_sources(tmp_path),
+        "--implementation-revision", "rev-1", "-o", out,
+    )  # fmt: skip
+    assert done.returncode == exit_codes.PUBLICATION_REFUSED, done.stderr
+    assert "evaluated with --no-disclosure-check" in done.stderr and not out.exists()
+
+
 def test_output_never_overwrites_an_input(tmp_path: Path) -> None:
     report = report_of(SEED, tmp_path)
     before = report.read_bytes()

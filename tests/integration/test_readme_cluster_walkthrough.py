@@ -6,7 +6,11 @@ in, which ends with the same report once another worker starts.
 
 Only its ports (free loopback ports in place of 16379 and 19000) and its
 directory (``/tmp/eceb-cluster`` moved under a temporary directory) are
-changed. Each line must exit as its comment says (``# exit N``; 0 when it
+changed, and the bounds of a lost step are shorter
+(:data:`~tests.support.faults.SHORT_BOUNDS`, in the environment the block
+starts with), so that the second job's lost shard runs again within seconds
+rather than half a minute; the default bounds are pinned by
+``tests/cluster/test_dist_leases.py``. Each line must exit as its comment says (``# exit N``; 0 when it
 says nothing); the report fetched is byte for byte the one ``eceb evaluate``
 writes; the last line stops every process the block started."""
 
@@ -26,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dist_support import embedded_report
+from tests.support.faults import SHORT_BOUNDS, bounds_settings
 from tests.support.paths import REPO
 from tests.support.redis_server import group_alive
 
@@ -113,6 +118,7 @@ def test_the_readme_walkthrough_without_docker_runs_a_job_on_a_local_cluster(tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ECEB_", "AWS_", "REDISCLI_"))}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_EC2_METADATA_DISABLED="true")
+    env.update(bounds_settings(SHORT_BOUNDS))
     stdout_path, stderr_path = tmp_path / "stdout", tmp_path / "stderr"
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         shell = subprocess.Popen(

@@ -200,3 +200,43 @@ def test_report_and_run_from_s3(tmp_path: Path, reports: dict[str, Path], s3_ser
     )
     assert code == exit_codes.BAD_INPUT
     assert "gone.json" in err
+
+
+HOSTILE_ID = "t\x1b]0;owned\x07\x1b[2K\x1b[1A\rPASS  disk-full-escalation\u202e"
+"""A task id that, printed raw, sets the window title, erases and rewrites the line above."""
+
+
+def hostile_report(reports: dict[str, Path], into: Path) -> Path:
+    """The seed's report, hand-edited: a task renamed to :data:`HOSTILE_ID`
+    and a failed assertion's message holding it (an old or hand-made report:
+    ids are no longer validated when a report is read)."""
+    document = json.loads(reports["seed"].read_text())
+    document["tasks"][0]["task_id"] = HOSTILE_ID
+    for task in document["tasks"]:
+        for failure in task["failed_assertions"]:
+            failure["message"] += f" ({HOSTILE_ID})"
+    path = into / "hostile.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_text_outputs_escape_control_characters_of_ids(tmp_path: Path, reports: dict[str, Path]) -> None:
+    hostile = hostile_report(reports, tmp_path)
+    escaped = "t\\x1b]0;owned\\x07\\x1b[2K\\x1b[1A\\rPASS  disk-full-escalation\\u202e"
+    for args in (["render", hostile, "--text"], ["render", reports["seed"], hostile, "--text"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "eceb_cli", *map(str, args)], capture_output=True, cwd=tmp_path, check=False
+        )
+        assert done.returncode == exit_codes.OK, done.stderr
+        out = done.stdout.decode()
+        assert escaped in out
+        assert all(line.isprintable() for line in out.splitlines()), out
+    done = subprocess.run(
+        [sys.executable, "-m", "eceb_cli", "compare", str(reports["seed"]), str(hostile)],
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == exit_codes.REGRESSION, done.stderr  # the task of the old name is missing
+    assert f"  {escaped}: added;" in done.stdout.decode()
+    assert all(line.isprintable() for line in done.stdout.decode().splitlines())

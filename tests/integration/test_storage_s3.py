@@ -363,6 +363,48 @@ def test_cli_register_and_verify_with_a_prefix(s3_server: S3Server, s3_bucket: s
     ]
 
 
+def test_cli_verify_names_objects_under_the_prefix_the_registry_does_not_list(
+    s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    client = s3_server.client()
+    put_all(client, s3_bucket, AWKWARD, prefix="u")
+    client.put_object(Bucket=s3_bucket, Key="u-old/beside.txt", Body=b"beside the prefix: not in the corpus")
+    source = f"s3://{s3_bucket}/u"
+    registry = tmp_path / "registry.jsonl"
+    endpoint = ("--endpoint-url", s3_server.endpoint_url, "--workers", "1")
+    done = run_eceb(
+        s3_server, "corpus", "register", source, "--rules", str(rules_file(tmp_path)), "-o", str(registry), *endpoint
+    )
+    assert done.returncode == exit_codes.OK, done.stderr
+    done = run_eceb(s3_server, "corpus", "verify", str(registry), "--source", source, "--json", *endpoint)
+    assert done.returncode == exit_codes.OK, done.stderr
+    assert json.loads(done.stdout)["unregistered"] == {"count": 0, "excluded": 0, "fail": True, "paths": []}
+
+    client.put_object(Bucket=s3_bucket, Key="u/policy/extra.md", Body=b"new secret doc\n")
+    client.put_object(Bucket=s3_bucket, Key="u/日本語/新しい.txt", Body=b"new secret doc\n")
+    done = run_eceb(s3_server, "corpus", "verify", str(registry), "--source", source, *endpoint)
+    assert done.returncode == exit_codes.VERIFICATION_FAILED
+    assert "UNREGISTERED  policy/extra.md  not in the registry" in done.stderr
+    assert "UNREGISTERED  日本語/新しい.txt  not in the registry" in done.stderr
+    assert f"FAILED: {len(AWKWARD)}/{len(AWKWARD)} artifacts match" in done.stdout
+    assert "2 files not in the registry" in done.stdout
+    assert "secret" not in done.stdout + done.stderr
+    done = run_eceb(s3_server, "corpus", "verify", str(registry), "--source", source, "--json", *endpoint)
+    assert done.returncode == exit_codes.VERIFICATION_FAILED
+    report = json.loads(done.stdout)
+    assert report["findings"] == []
+    assert report["unregistered"] == {
+        "count": 2,
+        "excluded": 0,
+        "fail": True,
+        "paths": ["policy/extra.md", "日本語/新しい.txt"],
+    }
+    done = run_eceb(
+        s3_server, "corpus", "verify", str(registry), "--source", source, "--unregistered", "report", *endpoint
+    )
+    assert done.returncode == exit_codes.OK, done.stderr
+
+
 def test_cli_exit_codes_json_report_and_messages(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
     client = s3_server.client()
     put_all(client, s3_bucket, AWKWARD, prefix="c")

@@ -226,3 +226,53 @@ def test_inputs_that_are_not_regular_files_are_refused(tmp_path: Path) -> None:
             load_registry(path)
     with pytest.raises(InputError, match="Is a directory"):
         load_registry(tmp_path)
+
+
+def test_unregistered_files_found_through_sorted_runs_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two paths a run: both sides spill sorted runs to temporary files and
+    are merged; every entry counts (a FIFO, a symbolic link to a directory),
+    the registered paths never, and no temporary file is left."""
+    from eceb_worker.corpus.registry import registry_lines
+    from eceb_worker.io import spill as spilling
+    from eceb_worker.io.unregistered import find_unregistered
+
+    root = tmp_path / "corpus"
+    registry = make_corpus(root, FILES)
+    registry_file = tmp_path / "registry.jsonl"
+    registry_file.write_bytes(b"".join(registry_lines(registry)))
+    extra = ["d0/new.md", "d1/f1.md.bak", "z/only.md", "a.md"]
+    for name in extra:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"secret")
+    os.mkfifo(root / "d2/pipe")
+    (root / "linked").symlink_to(root / "d0", target_is_directory=True)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    runs: list[Path] = []
+    write_run = spilling._write_run
+
+    def counted_run(*args: object) -> Path:
+        runs.append(write_run(*args))  # type: ignore[arg-type]
+        return runs[-1]
+
+    monkeypatch.setattr(spilling, "_write_run", counted_run)
+    counted: list[int] = []
+    found = find_unregistered(
+        str(registry_file),
+        StorageSpec(source=str(root)),
+        fail=True,
+        on_listed=counted.append,
+        run_records=2,
+        spill_dir=str(spill),
+    )
+    assert len(runs) > 10  # both sides spilled sorted runs
+    assert found.paths == tuple(sorted([*extra, "d2/pipe", "linked"]))
+    assert found.count == 6
+    assert sum(counted) == len(FILES) + 6
+    assert list(spill.iterdir()) == []
+    capped = find_unregistered(str(registry_file), StorageSpec(source=str(root)), fail=False, limit=2, run_records=3)
+    assert (capped.count, capped.paths, capped.ok) == (6, ("a.md", "d0/new.md"), True)
+    skipped = find_unregistered(
+        str(registry_file), StorageSpec(source=str(root)), fail=True, skip=lambda path: path.endswith(".md")
+    )
+    assert skipped.paths == ("d1/f1.md.bak", "d2/pipe", "linked")

@@ -62,14 +62,16 @@ class DistWorker:
 def dist_worker(
     broker_url: str, log_dir: Path, *options: str, env: Mapping[str, str] | None = None
 ) -> Iterator[DistWorker]:
-    """Run ``eceb-dist worker --broker-url BROKER OPTIONS`` (``env`` added to
-    this process's environment, ``ECEB_RESULT_BACKEND`` left out) until the
+    """Run ``eceb-dist worker OPTIONS`` with ``ECEB_BROKER_URL`` BROKER
+    (``env`` added to this process's environment, ``ECEB_RESULT_BACKEND``
+    left out; a password never goes on a command line) until the
     block ends; yields once it is ready. Fails the test if it does not
     become ready; stops it and every child at the end."""
     log_dir.mkdir(parents=True, exist_ok=True)
     name = f"eceb-obs-{secrets.token_hex(4)}@127.0.0.1"
     environment = {**os.environ, **(env or {})}
     environment.pop("ECEB_RESULT_BACKEND", None)
+    environment["ECEB_BROKER_URL"] = broker_url
     stdout_path, stderr_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         process = subprocess.Popen(
@@ -78,8 +80,6 @@ def dist_worker(
                 "-m",
                 "eceb_cli.dist",
                 "worker",
-                "--broker-url",
-                broker_url,
                 *options,
                 "--hostname",
                 name,

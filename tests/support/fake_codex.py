@@ -65,7 +65,16 @@ SCENARIOS = (
     "cheap-wrong",  # much lower usage and a wrong answer
     "two-turns",  # two turns, each completed
     "network-failure",  # what Codex CLI 0.171.0 emits when its connection drops (tests/fixtures/codex)
+    "missing-counter",  # ok, but turn.completed's usage lacks cached_input_tokens
+    "negative-counter",  # ok, but turn.completed's usage reports input_tokens as -1
+    "huge-counters",  # ok, but turn.completed's usage reports input 10^20 and output 2^63 tokens
 )
+COUNTER_CHANGES: dict[str, dict[str, int | None]] = {
+    "missing-counter": {"cached_input_tokens": None},
+    "negative-counter": {"input_tokens": -1},
+    "huge-counters": {"input_tokens": 10**20, "output_tokens": 2**63},
+}
+"""How each scenario changes the usage of its completed turn (``None``: the counter is left out)."""
 ARMS = {"frozen overview": "A", "task cue (repocue/task-cue-1)": "B"}
 MUTATION = "fake-codex-was-here.txt"
 """The file ``mutate`` writes into the repository."""
@@ -414,7 +423,8 @@ def attempt(args: argparse.Namespace, repo: Path, prompt: Prompt, scenario: str)
         sys.stdout.write(line[: len(line) // 2])
         sys.stdout.flush()
         return 0
-    stream.emit({"type": "turn.completed", "usage": counts})
+    changed = {**counts, **COUNTER_CHANGES.get(scenario, {})}
+    stream.emit({"type": "turn.completed", "usage": {k: v for k, v in changed.items() if v is not None}})
     if scenario == "two-turns":
         stream.emit({"type": "turn.started"})
         stream.item({"type": "agent_message", "text": text})

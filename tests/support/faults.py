@@ -26,13 +26,16 @@ import msgspec
 import pytest
 
 from eceb_cli import exit_codes
-from tests.support.dist_support import WAIT_S, dist, submit
+from eceb_worker.cluster.steps import Bounds
+from tests.support.dist_support import WAIT_S, dist
 from tests.support.redis_server import CeleryWorkers, RedisServer
 from tests.support.s3_server import S3Server
 
 __all__ = [
+    "SHORT_BOUNDS",
     "STALLED",
     "STALL_TIMEOUT_S",
+    "bounds_settings",
     "eceb_dist",
     "finishes_with_the_report",
     "holder_of",
@@ -45,6 +48,22 @@ __all__ = [
 STALLED: Final = "policy/data-classification.md"
 """The corpus object whose first read is held."""
 STALL_TIMEOUT_S: Final = 60.0
+SHORT_BOUNDS: Final = Bounds(lease_s=10, heartbeat_s=2, watch_s=3, untaken_s=10)
+"""Bounds of a lost step shorter than the defaults, for a test that waits
+until every bound has run out (a lost shard runs again within 15 s, an
+untaken one within 13 s); the lease still spans five renewals, as the
+default one spans four, so a busy machine does not lapse it."""
+
+
+def bounds_settings(bounds: Bounds) -> dict[str, str]:
+    """The settings (``ECEB_LEASE_S``, ``ECEB_HEARTBEAT_S``, ``ECEB_WATCH_S``,
+    ``ECEB_UNTAKEN_S``; docs/SETTINGS.md) that give ``bounds``."""
+    return {
+        "ECEB_LEASE_S": str(bounds.lease_s),
+        "ECEB_HEARTBEAT_S": str(bounds.heartbeat_s),
+        "ECEB_WATCH_S": str(bounds.watch_s),
+        "ECEB_UNTAKEN_S": str(bounds.untaken_s),
+    }
 
 
 def wait_for(condition: Callable[[], object], what: str, timeout: float = STALL_TIMEOUT_S) -> None:
@@ -60,10 +79,38 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = STALL_
 def submit_seed(redis_server: RedisServer, s3_server: S3Server, bucket: str, endpoint_url: str) -> tuple[str, str]:
     """Submit the seed, one artifact and one observation a shard (12 re-hash
     and 15 evaluation shards), reading S3 through ``endpoint_url``; the job
-    id and its ``--out`` URL."""
+    id and its ``--out`` URL.
+
+    Submitted in this process, as ``eceb-dist submit --shard-bytes 1
+    --shard-observations 1 --endpoint-url URL`` does it (the same message,
+    the same checks before queuing, the same fields of the job), without
+    starting an interpreter for it: the command line itself is pinned by
+    ``tests/cluster/test_dist.py``. ``s3_server``'s credentials are in this
+    process's environment (:mod:`tests.support.s3_server`)."""
+    from eceb_cli.submission import check_submission, evaluation_message
+    from eceb_worker.cluster.client import Cluster
+
+    prefix = f"s3://{bucket}/seed"
+    benchmark, run = f"{prefix}/benchmark.json", f"{prefix}/run.json"
     out = f"s3://{bucket}/reports/{uuid.uuid4().hex}/report.json"
-    options = ("--shard-bytes", "1", "--shard-observations", "1", "--endpoint-url", endpoint_url)
-    return submit(redis_server, s3_server, f"s3://{bucket}/seed", out, *options), out
+    message = evaluation_message(
+        benchmark,
+        run,
+        corpus=f"{prefix}/corpus",
+        out=out,
+        endpoint_url=endpoint_url,
+        shard_bytes=1,
+        shard_observations=1,
+    )
+    check_submission(message)
+    cluster = Cluster(redis_server.url(), redis_server.url())
+    try:
+        fields = {"corpus": message.corpus.source, "out": out, "benchmark": benchmark, "run": run}
+        cluster.submit(message, created=int(time.time()), **fields)
+    finally:
+        cluster.app.close()
+        cluster.store.client.connection_pool.disconnect()
+    return message.job_id, out
 
 
 def finishes_with_the_report(

@@ -100,7 +100,7 @@ def test_eceb_services_share_one_environment(compose: dict[str, Any], services: 
         assert services[name]["environment"] == env, name
     flower = services["flower"]
     assert flower["environment"]["CELERY_BROKER_URL"] == env["ECEB_BROKER_URL"]
-    assert "$$CELERY_BROKER_URL" in " ".join(flower["command"])
+    assert flower["command"] == ["celery", "flower", "--port=5555"]  # the broker from the environment, never argv
     bounds = Bounds()
     assert {key: env[key] for key in BOUND_SETTINGS} == {
         "ECEB_LEASE_S": str(bounds.lease_s),
@@ -143,10 +143,15 @@ def test_redis_is_published_on_loopback_only_and_requires_its_password(
 ) -> None:
     redis = services["redis"]
     assert redis["ports"] == ["127.0.0.1:6379:6379"]
-    assert 'exec redis-server --appendonly yes --requirepass "$$REDIS_PASSWORD"' in redis["command"]
+    # The password is configuration on redis-server's standard input, never in its argv.
+    assert redis["command"][:2] == ["sh", "-c"]
+    script = redis["command"][2]
+    assert script.startswith("exec redis-server - --appendonly yes <<EOF\nrequirepass $$REDIS_PASSWORD\nEOF")
+    assert "--requirepass" not in script
     # ``:-`` also replaces an empty ECEB_REDIS_PASSWORD: Redis never runs without one.
     assert redis["environment"]["REDIS_PASSWORD"] == REDIS_PASSWORD
-    assert '-a "$$REDIS_PASSWORD"' in " ".join(redis["healthcheck"]["test"])
+    assert redis["environment"]["REDISCLI_AUTH"] == REDIS_PASSWORD  # the health check's redis-cli reads it
+    assert " -a " not in " ".join(redis["healthcheck"]["test"])
     for key in ("ECEB_BROKER_URL", "ECEB_RESULT_BACKEND"):
         assert urlsplit(compose["x-eceb-env"][key]).password == REDIS_PASSWORD, key
 

@@ -1,32 +1,30 @@
-"""The HTML report page and its plots: the same bytes every time (and in
-a fresh interpreter), self-contained (nothing fetched), hostile text kept
-as text, the non-empirical banner exactly when the run says so, the exact
-figures printed, the gates matrix, every repetition drawn with the run,
-unique ids across all inline SVGs; and the comparison page."""
+"""The HTML report page and its plots: self-contained (nothing fetched),
+hostile text kept as text, the non-empirical banner exactly when the run
+says so, the exact figures printed, the gates matrix, every repetition
+drawn with the run, unique ids across all inline SVGs; and the comparison
+page. The same bytes every time (and in a fresh interpreter), and any
+report the schema accepts rendering, are in
+``tests/integration/test_html_render_pages.py`` (each draws many plots)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import functools
 import xml.etree.ElementTree as ET
 from collections import Counter
 from html.parser import HTMLParser
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from eceb_worker.families.eceb.comparison import Thresholds, compare_reports
 from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
 from eceb_worker.families.eceb.report import Report, ReportInputs, reduce_report
 from eceb_worker.families.eceb.run import Observation
-from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
+from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.render.comparison_html import comparison_html
 from eceb_worker.render.html import GROUP_GATES, report_html
 from eceb_worker.render.plots import Repetition, ladder_plot, repetitions_of, tokens_plot
 from tests.support.evaluation_builders import baseline, evaluate, obs, reps, task
-from tests.support.paths import REPO
 
 pytestmark = pytest.mark.unit
 
@@ -95,6 +93,16 @@ def make_report(
     return report, {task_id: repetitions_of(observations) for task_id, observations in runs.items()}
 
 
+@functools.cache
+def rendered(*, non_empirical: bool = True, with_repetitions: bool = False) -> bytes:
+    """The page of :func:`make_report`'s report (with its repetitions or
+    without), rendered once for all the tests that read it (each page draws
+    every task's plots); fresh renders are compared byte for byte in
+    ``tests/integration/test_html_render_pages.py``."""
+    report, repetitions = make_report(non_empirical=non_empirical)
+    return report_html(report, repetitions if with_repetitions else None)
+
+
 class Page(HTMLParser):
     """Every start tag with its attributes, and the text, of a page."""
 
@@ -107,42 +115,21 @@ class Page(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
+        if tag == "wbr":  # a line-break opportunity inside a word: no space
+            self.text.append("\x00")
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
 
     def all_text(self) -> str:
-        return " ".join(" ".join(self.text).split())
+        return " ".join(" ".join(self.text).replace(" \x00 ", "").split())
 
     def ids(self) -> list[str]:
         return [value for _, attrs in self.tags for name, value in attrs.items() if name == "id" and value]
 
 
-def test_same_bytes_twice() -> None:
-    report, repetitions = make_report()
-    assert report_html(report) == report_html(report)
-    assert report_html(report, repetitions) == report_html(report, repetitions)
-    assert report_html(report) != report_html(report, repetitions)
-
-
-_FRESH = """
-import sys
-from tests.unit.test_html_render import make_report
-from eceb_worker.render.html import report_html
-report, repetitions = make_report()
-sys.stdout.buffer.write(report_html(report, repetitions))
-"""
-
-
-def test_same_bytes_in_a_fresh_interpreter() -> None:
-    report, repetitions = make_report()
-    fresh = subprocess.run([sys.executable, "-c", _FRESH], cwd=REPO, capture_output=True, check=True, timeout=120)
-    assert fresh.stdout == report_html(report, repetitions)
-
-
 def test_self_contained_nothing_fetched() -> None:
-    report, repetitions = make_report()
-    data = report_html(report, repetitions)
+    data = rendered(with_repetitions=True)
     page = Page(data)
     tags = {tag for tag, _ in page.tags}
     assert not tags & {"script", "link", "img", "iframe", "object", "embed", "image", "base"}
@@ -167,8 +154,8 @@ def _urls(text: str) -> list[str]:
 
 
 def test_every_id_is_unique_across_the_inline_plots() -> None:
-    report, repetitions = make_report()
-    page = Page(report_html(report, repetitions))
+    report, _ = make_report()
+    page = Page(rendered(with_repetitions=True))
     ids = page.ids()
     repeated = [i for i, n in Counter(ids).items() if n > 1]
     assert not repeated
@@ -191,8 +178,7 @@ def test_hostile_task_id_stays_text() -> None:
 
 @pytest.mark.parametrize("non_empirical", [True, False])
 def test_non_empirical_banner_iff_the_run_says_so(non_empirical: bool) -> None:
-    report, _ = make_report(non_empirical=non_empirical)
-    page = Page(report_html(report))
+    page = Page(rendered(non_empirical=non_empirical))
     assert ("non-empirical" in page.ids()) is non_empirical
     assert ("NON-EMPIRICAL" in page.all_text()) is non_empirical
     assert ("conformance_seed" if non_empirical else "public_reproduction") in page.all_text()
@@ -201,7 +187,7 @@ def test_non_empirical_banner_iff_the_run_says_so(non_empirical: bool) -> None:
 @pytest.mark.parametrize("non_empirical", [True, False])
 def test_the_header_prints_the_claim_class_with_its_meaning(non_empirical: bool) -> None:
     report, _ = make_report(non_empirical=non_empirical)
-    text = " ".join(Page(report_html(report)).all_text().split())
+    text = " ".join(Page(rendered(non_empirical=non_empirical)).all_text().split())
     meaning = (
         "synthetic or hand-authored records proving the evaluator's behaviour; not a model-performance claim"
         if non_empirical
@@ -214,7 +200,7 @@ def test_the_header_prints_the_claim_class_with_its_meaning(non_empirical: bool)
 
 def test_the_figures_are_printed_exactly() -> None:
     report, _ = make_report()
-    text = Page(report_html(report)).all_text()
+    text = Page(rendered()).all_text()
     tasks = {t.task_id: t for t in report.tasks}
     passing, negative = tasks["passing"], tasks["negative"]
     assert passing.passed and negative.passed and not tasks["failing"].passed
@@ -237,7 +223,7 @@ def test_the_figures_are_printed_exactly() -> None:
 
 def _matrix(data: bytes, anchor: str) -> dict[str, dict[str, str]]:
     """The gates matrix of the task section ``anchor``: gate -> column -> cell."""
-    text = data.decode()
+    text = data.decode().replace("<wbr>", "")  # the line-break opportunities inside ids
     section = text[text.index(f'id="{anchor}"') :]
     start = section.index('<table class="matrix">')
     table = section[start : section.index("</table>", start)]
@@ -254,7 +240,7 @@ def _matrix(data: bytes, anchor: str) -> dict[str, dict[str, str]]:
 def test_gates_by_group_matrix() -> None:
     report, _ = make_report()
     anchor = f"task-{[t.task_id for t in report.tasks].index('passing') + 1}"
-    matrix = _matrix(report_html(report), anchor)
+    matrix = _matrix(rendered(), anchor)
     assert list(matrix) == [*GROUP_GATES, "group"]
     assert list(matrix["quality"]) == [
         "baseline",
@@ -279,7 +265,7 @@ def test_gates_by_group_matrix() -> None:
 
 def test_failed_assertions_listed_and_marked() -> None:
     report, _ = make_report()
-    data = report_html(report).decode()
+    data = rendered().decode()
     text = Page(data.encode()).all_text()
     passing = next(t for t in report.tasks if t.task_id == "passing")
     for assertion in passing.failed_assertions:
@@ -326,9 +312,8 @@ def test_plots_are_deterministic_svg_text() -> None:
 
 
 def test_page_says_where_the_repetitions_come_from() -> None:
-    report, repetitions = make_report()
-    assert "render with the run" in Page(report_html(report)).all_text()
-    assert "Every repetition of the run is drawn" in Page(report_html(report, repetitions)).all_text()
+    assert "render with the run" in Page(rendered()).all_text()
+    assert "Every repetition of the run is drawn" in Page(rendered(with_repetitions=True)).all_text()
 
 
 def test_comparison_page() -> None:
@@ -359,70 +344,3 @@ def test_comparison_page_keeps_hostile_ids_as_text() -> None:
     page = Page(data)
     assert "script" not in {tag for tag, _ in page.tags}
     assert HOSTILE in page.all_text()
-
-
-_INT = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-_MAYBE = st.one_of(st.none(), _INT, st.integers(min_value=1, max_value=1 << 20))
-_GROUP = st.builds(
-    GroupResult,
-    strategy=st.sampled_from(["full_permitted_context", "compiled", "naive_top_k"]),
-    budget=_MAYBE,
-    observations=st.integers(0, 4),
-    passed=st.booleans(),
-    prompt_tokens=_MAYBE,
-    cost_micro_usd=_MAYBE,
-    auxiliary_cost_micro_usd=_INT,
-    quality_milli=_MAYBE,
-    minimum_quality_milli=_MAYBE,
-    latency_ms=_MAYBE,
-    provenance_coverage_bps=_MAYBE,
-    policy_violations=_INT,
-    repeatable=st.one_of(st.none(), st.booleans()),
-)
-_ASSERTION = st.builds(
-    Assertion,
-    gate=st.sampled_from(["quality", "budget", "policy", "repetitions", "no_viable_budget", "baseline_missing"]),
-    strategy=st.sampled_from(["", "full_permitted_context", "compiled", "naive_top_k"]),
-    budget=_MAYBE,
-    repetition=_MAYBE,
-    message=st.text(max_size=30),
-)
-_TASK = st.builds(
-    TaskResult,
-    task_id=st.text(max_size=60),
-    passed=st.booleans(),
-    minimum_viable_budget=_MAYBE,
-    baseline_prompt_tokens=_MAYBE,
-    compiled_prompt_tokens=_MAYBE,
-    token_savings_bps=_MAYBE,
-    baseline_cost_micro_usd=_MAYBE,
-    compiled_cost_micro_usd=_MAYBE,
-    cost_savings_bps=_MAYBE,
-    baseline_quality_milli=_MAYBE,
-    quality_floor_milli=_INT,
-    compiled_quality_milli=_MAYBE,
-    provenance_coverage_bps=_MAYBE,
-    policy_violations=_MAYBE,
-    repeatability=st.one_of(st.none(), st.booleans()),
-    policy_violations_all_groups=_INT,
-    failed_assertions=st.lists(_ASSERTION, max_size=3).map(tuple),
-    groups=st.lists(_GROUP, max_size=4).map(tuple),
-)
-_TASKS = st.lists(_TASK, max_size=3, unique_by=lambda t: t.task_id).map(tuple)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(old=_TASKS, new=_TASKS, non_empirical=st.booleans())
-def test_any_report_the_schema_accepts_renders(
-    old: tuple[TaskResult, ...], new: tuple[TaskResult, ...], non_empirical: bool
-) -> None:
-    """Whatever a decodable report holds (edited by hand: budgets that are
-    not positive, negative or huge figures, markup in ids and messages),
-    both pages render, without a warning (warnings are errors here), and
-    nothing in them is markup the report put there."""
-    report, _ = make_report(non_empirical=non_empirical)
-    before, after = msgspec.structs.replace(report, tasks=old), msgspec.structs.replace(report, tasks=new)
-    data = report_html(after)
-    assert "script" not in {tag for tag, _ in Page(data).tags}
-    comparison = compare_reports(before, after, Thresholds())
-    assert "script" not in {tag for tag, _ in Page(comparison_html(comparison, before, after)).tags}

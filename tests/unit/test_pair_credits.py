@@ -103,6 +103,37 @@ def test_each_cause_makes_the_estimate_unavailable_never_zero(
     assert result.reason
 
 
+@pytest.mark.parametrize(
+    ("given_usage", "reason"),
+    [
+        (
+            Usage(input_tokens=10000, cached_input_tokens=None, output_tokens=1000, reasoning_output_tokens=0),
+            "the completed turn's usage lacks cached_input_tokens",
+        ),
+        (
+            Usage(input_tokens=None, cached_input_tokens=0, output_tokens=None, not_counts=("output_tokens",)),
+            "the completed turn's usage lacks input_tokens; "
+            "the completed turn's usage reports output_tokens as no count (not an integer >= 0)",
+        ),
+    ],
+    ids=["absent", "absent-and-negative"],
+)
+def test_a_missing_counter_of_a_completed_turn_names_each_counter(given_usage: Usage, reason: str) -> None:
+    result = run(given_usage)
+    assert (result.credits, result.unavailable, result.reason) == (None, Unavailable.MISSING_COUNTERS, reason)
+
+
+def test_a_reasoning_count_reported_as_no_count_alone_keeps_the_estimate() -> None:
+    broken = msgspec.structs.replace(usage(), reasoning_output_tokens=None, not_counts=("reasoning_output_tokens",))
+    assert run(broken).credits == run(usage()).credits == "0.0049375"
+
+
+def test_an_overflow_names_each_counter_past_the_range() -> None:
+    result = run(usage(input_tokens=10**20, cached=0, output=2**63, reasoning=0))
+    assert result.unavailable is Unavailable.OVERFLOW
+    assert result.reason == f"input_tokens {10**20} exceeds {2**63 - 1}; output_tokens {2**63} exceeds {2**63 - 1}"
+
+
 def test_a_rate_dated_the_day_the_attempt_started_applies() -> None:
     assert run(usage(), started_on="2026-11-01").credits == "0.0049375"
 

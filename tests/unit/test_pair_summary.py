@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eceb_worker.core.canonical import canonical_json
+from eceb_worker.families.paired.coverage import NOT_COUNTED, breakdown, coverage, has_started
 from eceb_worker.families.paired.credits import NOT_BILLING, Rate, estimate
 from eceb_worker.families.paired.journal import seconds_between
 from eceb_worker.families.paired.records import Cost
 from eceb_worker.families.paired.schedule import Arm, TaskKind, plan
 from eceb_worker.families.paired.summary import (
-    breakdown,
     measures,
     pair_differences,
     preferred,
@@ -297,6 +297,67 @@ def test_cached_input_over_input_has_no_uncached_input() -> None:
     )
     assert value_of(found, "uncached_input_tokens") == (None, "cached input exceeds input: not a subset")
     assert value_of(found, "input_tokens") == ("10", None)
+
+
+def counted_measures(usage: Usage) -> tuple[Measure, ...]:
+    credits = estimate(
+        usage, completed=True, rate=RATE, model="gpt-5-codex", speed_tier="standard", started_on="2026-12-01"
+    )
+    return measures(
+        usage=usage,
+        why_no_usage="unused",
+        credits=credits,
+        wall_clock=Fraction(1),
+        why_no_wall_clock="unused",
+        context_tokens=1,
+        context_cost=None,
+    )
+
+
+def test_a_missing_counter_is_unknown_for_each_metric_that_needs_it_and_no_other() -> None:
+    usage = Usage(input_tokens=10000, cached_input_tokens=None, output_tokens=1000, reasoning_output_tokens=0)
+    found = counted_measures(usage)
+    lacks = "missing_counters: the completed turn's usage lacks cached_input_tokens"
+    assert value_of(found, "cached_input_tokens") == (None, lacks)
+    assert value_of(found, "uncached_input_tokens") == (None, lacks)
+    assert value_of(found, CREDITS) == (None, "the completed turn's usage lacks cached_input_tokens")
+    assert [value_of(found, m)[0] for m in ("input_tokens", "output_tokens", "reasoning_output_tokens")] == [
+        "10000",
+        "1000",
+        "0",
+    ]
+
+
+def test_a_negative_counter_is_unknown_like_a_missing_one() -> None:
+    usage = Usage(
+        input_tokens=None,
+        cached_input_tokens=0,
+        output_tokens=5,
+        reasoning_output_tokens=0,
+        not_counts=("input_tokens",),
+    )
+    found = counted_measures(usage)
+    no_count = "missing_counters: the completed turn's usage reports input_tokens as no count (not an integer >= 0)"
+    assert value_of(found, "input_tokens") == (None, no_count)
+    assert value_of(found, "uncached_input_tokens") == (None, no_count)
+    assert value_of(found, "cached_input_tokens") == ("0", None)
+    assert value_of(found, CREDITS)[0] is None
+
+
+def test_counters_past_the_range_are_unknown_as_overflows_with_the_others_known() -> None:
+    usage = Usage(input_tokens=10**20, cached_input_tokens=0, output_tokens=2**63, reasoning_output_tokens=3)
+    found = counted_measures(usage)
+    assert value_of(found, "input_tokens") == (None, f"overflow: input_tokens {10**20} exceeds {2**63 - 1}")
+    assert value_of(found, "uncached_input_tokens") == (None, f"overflow: input_tokens {10**20} exceeds {2**63 - 1}")
+    assert value_of(found, "output_tokens") == (None, f"overflow: output_tokens {2**63} exceeds {2**63 - 1}")
+    assert [value_of(found, m)[0] for m in ("cached_input_tokens", "reasoning_output_tokens")] == ["0", "3"]
+    credits = value_of(found, CREDITS)
+    assert (
+        credits[0] is None and credits[1] is not None and "input_tokens" in credits[1] and "output_tokens" in credits[1]
+    )
+    unknown = {m.metric: m.unknown for m in found if m.unknown is not None}
+    differences = pair_differences(attempt(Arm.A, unknown=unknown), attempt(Arm.B, values={"input_tokens": "10"}))
+    assert value_of(differences, "input_tokens")[0] is None and value_of(differences, "output_tokens")[0] is None
 
 
 # --- one pair
@@ -584,9 +645,45 @@ def test_the_summary_orders_and_counts_what_it_was_given() -> None:
         (4, "0badcafe"),
         (4, "feedface"),
     ]
-    assert found.overall.pairs == 10
-    assert [(b.group, b.pairs) for b in found.per_task] == [("explanation", 4), ("discovery", 3), ("verification", 3)]
+    assert found.overall.pairs == 11, "every started pair with its position: the incomplete pair 7 too"
+    assert [(b.group, b.pairs) for b in found.per_task] == [("explanation", 5), ("discovery", 3), ("verification", 3)]
+    incomplete = [r for m in found.overall.metrics for r in m.unknown_reasons if r.startswith("pair 7: ")]
+    assert incomplete == [f"pair 7: {NOT_COUNTED}"] * len(METRICS)
     assert found.verdict.reached is False
+
+
+def test_a_started_pair_that_does_not_count_is_in_every_metrics_coverage() -> None:
+    """Pair 2's arm B journal is incomplete: pair 2 is unknown for each metric
+    arm B cannot support and known for those both arms do; pair 3 never
+    started and is left out; pair 5's evidence changed: it supports none."""
+    lacking = "incomplete journal: any usage seen is partial, never a total"
+    journal_metrics = [m for m in METRICS if m not in ("cue_estimate_tokens", "context_cost_tokens")]
+    b_incomplete = attempt(
+        Arm.B, outcome=Outcome.INCOMPLETE, unknown=dict.fromkeys(journal_metrics, lacking), ledger=LEDGER[(2, Arm.B)]
+    )
+    b_unverified = attempt(Arm.B, outcome=Outcome.UNVERIFIED, ledger=LEDGER[(5, Arm.B)])
+    not_started = attempt(Arm.A, outcome=Outcome.NOT_STARTED, unknown=dict.fromkeys(METRICS, "did not start"))
+    pairs = [
+        pair(1),
+        pair(
+            2,
+            b=b_incomplete,
+            complete=False,
+            problems=("arm B is incomplete: attempt-start.json without attempt.json",),
+        ),
+        pair(3, a=not_started, b=msgspec.structs.replace(not_started, arm=Arm.B), complete=False, problems=("x", "y")),
+        pair(4),
+        pair(5, b=b_unverified, complete=False, problems=("arm B is unverified: provider.jsonl: changed",)),
+    ]
+    found = breakdown("all", [p for p in pairs if has_started(p)])
+    assert found.pairs == 4
+    metrics = {m.metric: m for m in found.metrics}
+    for metric in journal_metrics:
+        assert (metrics[metric].known, metrics[metric].unknown) == (2, 2), metric
+        assert metrics[metric].unknown_reasons == (f"pair 2: arm B: {lacking}", f"pair 5: {NOT_COUNTED}")
+    cue = metrics["cue_estimate_tokens"]
+    assert (cue.known, cue.unknown, cue.unknown_reasons) == (3, 1, (f"pair 5: {NOT_COUNTED}",))
+    assert [d.metric for d in coverage(pairs[0])] == list(METRICS)
 
 
 def summarized(pairs: list[PairSummary]) -> tuple[bool, tuple[str, ...]]:

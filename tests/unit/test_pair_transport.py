@@ -69,6 +69,53 @@ def test_usage_without_reasoning_tokens_is_still_complete() -> None:
     assert transport.usage is not None and transport.usage.reasoning_output_tokens is None
 
 
+@pytest.mark.parametrize(
+    ("counters", "missing", "not_counts"),
+    [
+        ({"cached_input_tokens": None}, ("cached_input_tokens",), ()),
+        ({"input_tokens": -1}, ("input_tokens",), ("input_tokens",)),
+        (
+            {"output_tokens": 1.5, "reasoning_output_tokens": "7"},
+            ("output_tokens",),
+            ("output_tokens", "reasoning_output_tokens"),
+        ),
+        ({"reasoning_output_tokens": -3}, (), ("reasoning_output_tokens",)),
+    ],
+    ids=["absent", "negative", "not-integers", "negative-reasoning"],
+)
+def test_a_missing_or_negative_counter_leaves_the_turn_completed_and_the_counter_unknown(
+    counters: dict[str, Any], missing: tuple[str, ...], not_counts: tuple[str, ...]
+) -> None:
+    usage = {k: v for k, v in {**USAGE, **counters}.items() if v is not None}
+    transport = read_transport(stream(*completed_turn({"type": "agent_message", "text": "a"}, usage=usage)))
+    assert (transport.status, transport.answer, transport.problems) == (TransportStatus.COMPLETED, "a", ())
+    assert transport.usage is not None and transport.partial_usage is None
+    assert (transport.usage.missing, transport.usage.not_counts) == (missing, not_counts)
+    for name in (*missing, *not_counts):
+        assert transport.usage.count(name) is None
+        why = transport.usage.unknown(name)
+        assert why is not None and why[0] == "missing_counters" and name in why[1]
+    assert transport.usage.unknown("input_tokens" if "input_tokens" not in counters else "output_tokens") is None
+
+
+def test_a_completed_turn_without_a_usage_lacks_every_counter() -> None:
+    events = completed_turn({"type": "agent_message", "text": "a"})
+    del events[-1]["usage"]
+    transport = read_transport(stream(*events))
+    assert transport.status is TransportStatus.COMPLETED and transport.usage is not None
+    assert transport.usage.missing == ("input_tokens", "cached_input_tokens", "output_tokens")
+
+
+def test_a_counter_past_the_range_is_read_and_unknown_as_an_overflow() -> None:
+    usage = {**USAGE, "input_tokens": 10**20, "output_tokens": 2**63}
+    transport = read_transport(stream(*completed_turn({"type": "agent_message", "text": "a"}, usage=usage)))
+    assert transport.status is TransportStatus.COMPLETED and transport.usage is not None
+    assert transport.usage.count("input_tokens") == 10**20 and transport.usage.missing == ()
+    assert transport.usage.unknown("input_tokens") == ("overflow", f"input_tokens {10**20} exceeds {2**63 - 1}")
+    assert transport.usage.unknown("output_tokens") == ("overflow", f"output_tokens {2**63} exceeds {2**63 - 1}")
+    assert transport.usage.unknown("cached_input_tokens") is None
+
+
 def test_two_turns_are_incompatible_and_their_usage_is_never_a_total() -> None:
     events = completed_turn({"type": "agent_message", "text": "a"})
     events += [{"type": "turn.started"}, {"type": "turn.completed", "usage": USAGE}]
@@ -168,7 +215,7 @@ def test_an_error_after_the_completed_turn_fails_the_attempt() -> None:
             lambda data: data.replace(b'"turn.started"', b'"turn.rerouted"'),
             "line 2: unknown event type 'turn.rerouted'",
         ),
-        (lambda data: data.replace(b'"input_tokens": 1200', b'"input_tokens": -1'), "line 4: turn.completed"),
+        (lambda data: data.replace(b'"usage": {', b'"usage": [{').replace(b"40}", b"40}]"), "line 4: turn.completed"),
         (lambda data: data.replace(b'"text": "a"', b'"text": 7'), "line 3: agent_message without its text"),
         (lambda data: b"[]\n" + data, "line 1: not a JSON object"),
     ],

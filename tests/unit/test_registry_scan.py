@@ -247,7 +247,7 @@ def test_paths_unlike_ids_are_checked_for_duplicates(tmp_path: Path) -> None:
 def test_ids_that_sort_differently_escaped_and_raw(tmp_path: Path) -> None:
     """Canonical order compares JSON-escaped bytes: "notes 2" comes before
     "notes", '#' before '"'. Such registries are still read once."""
-    names = ["notes", "notes 2", 'a"b', "a#b", "a\\b", "caf\u00e9", "z\u0001"]
+    names = ["notes", "notes 2", 'a"b', "a#b", "a\\b", "caf\u00e9"]
     artifacts = [artifact(name, path=f"f{i}", content=bytes([i])) for i, name in enumerate(names)]
     data = registry_bytes(*artifacts)
     assert_same(data, tmp_path, run_records=2)

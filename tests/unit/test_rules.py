@@ -127,3 +127,23 @@ def test_integers_too_long_to_convert_are_invalid_toml(where: str) -> None:
     (problem,) = caught.value.problems
     assert problem.file == "rules.toml"
     assert problem.message.startswith("invalid TOML: "), problem.message
+
+
+def test_unclassified_files_grouped_by_directory_and_what_they_lack() -> None:
+    from eceb_worker.corpus.rules import classify_all, group_unclassified
+    from eceb_worker.errors import Problem
+
+    rules = parse_rules(b'schema = "symgliph.eceb/rules-v0.1"\n[[rule]]\nglob = "a/**"\nkind = "code"\n', "r.toml")
+    paths = [f"a/{n}.md" for n in range(5)] + ["b/x.md", "top.md"]
+    _, problems = classify_all(rules, paths, rules_name="r.toml")
+    other = Problem(file="corpus", record="c/bad", field="path", message="contains a backslash")
+    grouped = group_unclassified([*problems, other], "r.toml")
+    assert [str(p) for p in grouped] == [
+        "corpus, c/bad: field 'path': contains a backslash",
+        "r.toml, top.md: field 'kind': no rule gives this file a kind",
+        "r.toml, top.md: field 'classification': no rule gives this file a classification",
+        "r.toml, 5 files under a/: field 'classification': no rule gives them a classification:"
+        " a/0.md, a/1.md, a/2.md and 2 more",
+        "r.toml, b/x.md: field 'kind': no rule gives this file a kind",
+        "r.toml, b/x.md: field 'classification': no rule gives this file a classification",
+    ]

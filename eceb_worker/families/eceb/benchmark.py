@@ -16,6 +16,7 @@ import msgspec
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import Digest, digest_bytes
+from eceb_worker.core.identifiers import Identifier
 from eceb_worker.corpus.artifacts import Classification
 
 __all__ = [
@@ -71,11 +72,11 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
             refuse (hold a refusal marker); ``None`` (left out) otherwise.
     """
 
-    task_id: NonEmpty
+    task_id: Identifier
     query: NonEmpty
-    required_artifacts: tuple[NonEmpty, ...]
+    required_artifacts: tuple[Identifier, ...]
     allowed_classifications: tuple[Classification, ...]
-    denied_artifacts: tuple[NonEmpty, ...] = ()
+    denied_artifacts: tuple[Identifier, ...] = ()
     budget_ladder: tuple[Budget, ...]
     minimum_quality_milli: Milli
     maximum_quality_regression_milli: Milli
@@ -95,7 +96,7 @@ class SecretSpan(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             not empty, and within the artifact's registered size.
     """
 
-    artifact_id: NonEmpty
+    artifact_id: Identifier
     start: Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX)]
     end: Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX)]
 
@@ -127,7 +128,7 @@ class Benchmark(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """
 
     schema: Literal["symgliph.eceb/benchmark-v0.1"]
-    benchmark_id: NonEmpty
+    benchmark_id: Identifier
     description: str = ""
     registry: RegistryReference
     tasks: tuple[Task, ...]

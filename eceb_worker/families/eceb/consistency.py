@@ -13,13 +13,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX, observation_cost_bounds
 from eceb_worker.core.digests import is_digest
+from eceb_worker.core.identifiers import identifier_problem
+from eceb_worker.core.lenient import brief_repr
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import Problem
-from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
+from eceb_worker.families.eceb.benchmark import Benchmark, SecretSpan, Task, task_root
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Observation, RunHeader
 from eceb_worker.families.eceb.verdicts import RecordProblem
 
-__all__ = ["benchmark_problems", "run_header_problems", "secret_span_problems", "task_record_problems"]
+__all__ = [
+    "benchmark_problems",
+    "run_header_problems",
+    "secret_span_problems",
+    "task_problems",
+    "task_record_problems",
+]
 
 
 def _duplicates(values: Iterable[str]) -> list[str]:
@@ -102,8 +110,22 @@ def benchmark_problems(
                 message=f"pins {benchmark.registry.corpus_root} but the registry's corpus root is {corpus_root}",
             )
         )
+    problems.extend(task_problems(list(enumerate(benchmark.tasks)), artifacts, file=file))
+    problems.extend(secret_span_problems(benchmark, artifacts, file=file))
+    return problems
+
+
+def task_problems(
+    tasks: Sequence[tuple[int, Task]], artifacts: Mapping[str, Artifact] | None, *, file: str
+) -> list[Problem]:
+    """Every inconsistency of a benchmark's ``tasks``, each given with its
+    position in the file's ``tasks`` (all of them, or those that decoded
+    when others did not): duplicate task ids among them, and each task's
+    own checks as :func:`benchmark_problems` lists them (``artifacts`` as
+    there)."""
+    problems: list[Problem] = []
     first_index: dict[str, int] = {}
-    for index, task in enumerate(benchmark.tasks):
+    for index, task in tasks:
         seen = first_index.setdefault(task.task_id, index)
         if seen != index:
             problems.append(
@@ -115,19 +137,23 @@ def benchmark_problems(
                 )
             )
         problems.extend(_task_problems(task, index, artifacts, file))
-    problems.extend(secret_span_problems(benchmark, artifacts, file=file))
     return problems
 
 
-def secret_span_problems(benchmark: Benchmark, artifacts: Mapping[str, Artifact] | None, *, file: str) -> list[Problem]:
+def secret_span_problems(
+    benchmark: Benchmark | Sequence[tuple[int, SecretSpan]], artifacts: Mapping[str, Artifact] | None, *, file: str
+) -> list[Problem]:
     """Every problem of the benchmark's secret spans (ECEB-0.1 §17), each
     located at ``secret_spans[i]``: an empty span (``end`` not after
     ``start``), and, given the registry's ``artifacts`` by id, an artifact
     the registry lacks or a span past the artifact's registered size; a span
-    given twice. The span's bytes themselves are never quoted."""
+    given twice. The span's bytes themselves are never quoted. Given spans
+    with their positions instead of a benchmark (those that decoded of a
+    benchmark that did not), checks those."""
     problems: list[Problem] = []
     seen: dict[tuple[str, int, int], int] = {}
-    for index, span in enumerate(benchmark.secret_spans):
+    spans = list(enumerate(benchmark.secret_spans)) if isinstance(benchmark, Benchmark) else benchmark
+    for index, span in spans:
         record = f"secret_spans[{index}]"
 
         def add(field: str, message: str, record: str = record) -> None:
@@ -212,7 +238,9 @@ def task_record_problems(
     their task (:mod:`eceb_worker.families.eceb.gates`). Per auxiliary
     cost: a known task; charged to a group that has observations. Per strategy/budget
     group: a total cost within 2^53 - 1, else every record of the group is
-    named.
+    named. Ids that occur in every record (the task id, the selected
+    artifacts' ids) are checked here, once per distinct value
+    (:func:`~eceb_worker.core.identifiers.identifier_problem`), not while decoding.
     """
     problems: list[RecordProblem] = []
 
@@ -225,6 +253,9 @@ def task_record_problems(
     digests.update([obs.context_digest for _, obs in observations])
     digests.update([s.observed_digest for _, obs in observations for s in obs.selected_artifacts])
     malformed = {d for d in digests if not is_digest(d)}
+    refused_task = identifier_problem(task_id)
+    selected = {s.artifact_id for _, obs in observations for s in obs.selected_artifacts}
+    refused_selections = {a: why for a in selected if (why := identifier_problem(a))}
     rates = {
         cid: (
             c.pricing.input_micro_usd_per_mtok,
@@ -238,8 +269,15 @@ def task_record_problems(
             for field, value in _digest_fields(obs):
                 if value in malformed:
                     add(index, field, f"{value!r} is not a BLAKE3-256 digest (64 lowercase hex characters)")
-        if benchmark_known and task is None:
+        if refused_task:
+            add(index, "task_id", f"{brief_repr(task_id)} {refused_task}")
+        elif benchmark_known and task is None:
             add(index, "task_id", f"{task_id!r} is not a task of the benchmark")
+        if refused_selections:
+            for position, chosen in enumerate(obs.selected_artifacts):
+                if chosen.artifact_id in refused_selections:
+                    message = f"{brief_repr(chosen.artifact_id)} {refused_selections[chosen.artifact_id]}"
+                    add(index, f"selected_artifacts[{position}].artifact_id", message)
         if obs.strategy == "full_permitted_context" and obs.budget is not None:
             add(index, "budget", "the full permitted-context baseline has no budget (must be null)")
         rate = rates.get(obs.configuration_id)
@@ -268,7 +306,9 @@ def task_record_problems(
     if auxiliary_costs:
         groups = {(obs.strategy, obs.budget) for _, obs in observations}
         for index, aux in auxiliary_costs:
-            if benchmark_known and task is None:
+            if refused_task:
+                add(index, "task_id", f"{brief_repr(task_id)} {refused_task}", array="auxiliary_costs")
+            elif benchmark_known and task is None:
                 add(index, "task_id", f"{task_id!r} is not a task of the benchmark", array="auxiliary_costs")
             if (aux.strategy, aux.budget) not in groups:
                 add(

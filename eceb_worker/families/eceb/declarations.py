@@ -16,6 +16,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
+from eceb_worker.core.identifiers import Identifier
 from eceb_worker.families.eceb.vocabulary import Strategy
 
 __all__ = [
@@ -50,7 +51,7 @@ class Source(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         note: free text (exceptions, attribution).
     """
 
-    name: NonEmpty
+    name: Identifier
     url: str = ""
     revision: str = ""
     license_spdx: NonEmpty
@@ -83,7 +84,7 @@ class Exclusion(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
         reason: why.
     """
 
-    task_id: NonEmpty
+    task_id: Identifier
     strategy: Strategy | None = None
     budget: Positive | None = None
     repetition: Positive | None = None
@@ -99,7 +100,7 @@ class Timeout(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
         description: what timed out, and what was done about it.
     """
 
-    task_id: NonEmpty
+    task_id: Identifier
     strategy: Strategy
     budget: Positive | None = None
     repetition: Positive | None = None

@@ -14,6 +14,7 @@ import msgspec
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.digests import Digest, RecordDigest
+from eceb_worker.core.identifiers import Identifier, RecordIdentifier
 from eceb_worker.families.eceb.vocabulary import ClaimClass, Strategy
 
 __all__ = [
@@ -37,7 +38,7 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX)]
 MicroUsd = Annotated[int, msgspec.Meta(ge=0, le=SAFE_INTEGER_MAX, description="US dollars x 1,000,000.")]
 Milli = Annotated[int, msgspec.Meta(ge=0, le=1000, description="Thousandths (0..1000).")]
-Date = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Calendar date, YYYY-MM-DD.")]
+Date = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}\Z", description="Calendar date, YYYY-MM-DD.")]
 Factor = Literal["model", "judge", "tokenizer", "decoding", "pricing", "task_text"]
 
 
@@ -101,7 +102,7 @@ class PricingSnapshot(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 class Configuration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One model/judge/tokenizer/decoding/pricing combination observations refer to."""
 
-    configuration_id: NonEmpty
+    configuration_id: Identifier
     model: ModelIdentity
     judge: JudgeProfile
     tokenizer: Tokenizer
@@ -112,7 +113,7 @@ class Configuration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 class BenchmarkReference(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The benchmark a run was recorded against: its id and task root."""
 
-    benchmark_id: NonEmpty
+    benchmark_id: Identifier
     task_root: Digest
 
 
@@ -126,7 +127,7 @@ class FactorialExperiment(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
 class SelectedArtifact(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """An artifact placed in the context, with the digest of the bytes used."""
 
-    artifact_id: NonEmpty
+    artifact_id: RecordIdentifier
     observed_digest: RecordDigest
 
 
@@ -153,11 +154,11 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_un
         context_digest: BLAKE3 of the exact rendered model context.
     """
 
-    task_id: NonEmpty
+    task_id: RecordIdentifier
     strategy: Strategy
     budget: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)] | None = None
     repetition: Annotated[int, msgspec.Meta(ge=1, le=SAFE_INTEGER_MAX)]
-    configuration_id: NonEmpty
+    configuration_id: RecordIdentifier
     query_digest: RecordDigest
     input_tokens: Count
     cached_input_tokens: Count | None = None
@@ -185,7 +186,7 @@ class AuxiliaryCost(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_
         cost_micro_usd: the spend.
     """
 
-    task_id: NonEmpty
+    task_id: RecordIdentifier
     strategy: Strategy
     budget: Annotated[int, msgspec.Meta(gt=0, le=SAFE_INTEGER_MAX)] | None = None
     repetition: Annotated[int, msgspec.Meta(ge=1, le=SAFE_INTEGER_MAX)] | None = None
@@ -209,7 +210,7 @@ class RunHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """
 
     schema: Literal["symgliph.eceb/run-v0.1"]
-    run_id: NonEmpty
+    run_id: Identifier
     claim_class: ClaimClass
     non_empirical: bool
     benchmark: BenchmarkReference

@@ -110,9 +110,9 @@ class ProviderSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
     adapter: Literal["codex-exec"] = "codex-exec"
     executable: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] = "codex"
-    model: Annotated[str, msgspec.Meta(pattern="^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
-    reasoning_effort: Annotated[str, msgspec.Meta(pattern="^[a-z]{1,32}$")]
-    speed_tier: Annotated[str, msgspec.Meta(pattern="^[a-z][a-z_-]{0,31}$")] = "standard"
+    model: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}\Z")]
+    reasoning_effort: Annotated[str, msgspec.Meta(pattern=r"^[a-z]{1,32}\Z")]
+    speed_tier: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z_-]{0,31}\Z")] = "standard"
     sandbox: Literal["read-only"] = "read-only"
     timeout_s: Annotated[int, msgspec.Meta(ge=1, le=86_400)] = 1800
 

@@ -15,7 +15,9 @@ exactly: rates are finite decimals and token counts integers, so the
 estimate is a finite decimal, kept as an exact decimal string (no float,
 no rounding; what is printed is that string). Input includes the context;
 cached input and reasoning output are subsets of input and output. A
-missing reasoning count alone keeps the estimate. Missing counters, a turn
+missing reasoning count alone keeps the estimate (one reported as no count
+is missing). Missing counters (absent or not a count: the reason names
+each), a turn
 that did not complete, rates for another model, speed tier or unit, rates
 dated after the attempt started, a subset violation and a counter past
 2^63 - 1 make it unavailable, with its reason: never zero. Every figure is
@@ -31,7 +33,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from eceb_worker.families.paired.transport import Usage
+from eceb_worker.families.paired.transport import COUNTERS, OVERFLOW, Usage
 
 __all__ = [
     "NOT_BILLING",
@@ -48,8 +50,6 @@ __all__ = [
 
 RATES_SCHEMA: Final = "symgliph.eceb/pair-rates-v0.1"
 NOT_BILLING: Final = "credit estimate from a rate snapshot, not account billing"
-COUNTER_MAX: Final = 2**63 - 1
-"""The largest token counter read (a signed 64-bit integer); a larger one is an overflow."""
 MILLION: Final = 1_000_000
 UNIT: Final = "credits_per_million_tokens"
 """The one unit an estimate computes with."""
@@ -57,11 +57,11 @@ UNIT: Final = "credits_per_million_tokens"
 DecimalRate = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^(0|[1-9][0-9]{0,17})(\.[0-9]{1,18})?$",
+        pattern=r"^(0|[1-9][0-9]{0,17})(\.[0-9]{1,18})?\Z",
         description="Credits per million tokens, an exact non-negative decimal such as '1.25'.",
     ),
 ]
-Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="A date, YYYY-MM-DD (UTC).")]
+Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z", description="A date, YYYY-MM-DD (UTC).")]
 
 
 class Rate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -151,12 +151,16 @@ def _why_unavailable(
         return Unavailable.INCOMPLETE_TURN, "the turn did not complete: its usage is never a total"
     if usage is None:
         return Unavailable.MISSING_COUNTERS, "the completed turn reported no usage counters"
+    if usage.missing:  # a missing reasoning count alone keeps the estimate
+        reasons = (why[1] for name in usage.missing if (why := usage.unknown(name)) is not None)
+        return Unavailable.MISSING_COUNTERS, "; ".join(reasons)
     if ambiguous is not None:
         return Unavailable.AMBIGUOUS_RATE, ambiguous
     if rate is None:
         return Unavailable.NO_RATE, "no rate snapshot was frozen"
-    counters = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_output_tokens)
+    overflows = [why[1] for name in COUNTERS if (why := usage.unknown(name)) is not None and why[0] == OVERFLOW]
     reasoning = usage.reasoning_output_tokens
+    input_tokens, cached, output = (usage.count(name) or 0 for name in COUNTERS[:3])  # none is missing here
     checks = (
         (rate.model != model, Unavailable.INCOMPATIBLE_MODEL, f"the rate {rate.id} is for {rate.model}, not {model}"),
         (
@@ -175,19 +179,19 @@ def _why_unavailable(
             f"the rate {rate.id} holds from {rate.as_of}, after the attempt started ({started_on})",
         ),
         (
-            any(count is not None and count > COUNTER_MAX for count in counters),
+            bool(overflows),
             Unavailable.OVERFLOW,
-            f"a token counter exceeds {COUNTER_MAX}",
+            "; ".join(overflows),
         ),
         (
-            usage.cached_input_tokens > usage.input_tokens,
+            cached > input_tokens,
             Unavailable.SUBSET_VIOLATION,
-            f"cached input {usage.cached_input_tokens} exceeds input {usage.input_tokens}",
+            f"cached input {cached} exceeds input {input_tokens}",
         ),
         (
-            reasoning is not None and reasoning > usage.output_tokens,
+            reasoning is not None and reasoning > output,
             Unavailable.SUBSET_VIOLATION,
-            f"reasoning output {reasoning} exceeds output {usage.output_tokens}",
+            f"reasoning output {reasoning} exceeds output {output}",
         ),
     )
     return next(((cause, reason) for failed, cause, reason in checks if failed), None)
@@ -206,7 +210,7 @@ def estimate(
     """The credit estimate of one attempt (module).
 
     ``usage``: the completed turn's usage (``None`` when the stream gave
-    none); ``completed``: the turn completed; ``rate``: the snapshot that
+    none; a counter it lacks is a missing counter); ``completed``: the turn completed; ``rate``: the snapshot that
     applies, or ``None``; ``model``, ``speed_tier``: the attempt's frozen
     settings; ``started_on``: the day the attempt started (``YYYY-MM-DD``,
     UTC); ``ambiguous``: why no single snapshot applies (:func:`select_rate`).
@@ -216,11 +220,11 @@ def estimate(
     if why is not None:
         return CreditEstimate(credits=None, rate=None, unavailable=why[0], reason=why[1])
     assert usage is not None and rate is not None
-    uncached = usage.input_tokens - usage.cached_input_tokens
+    input_tokens, cached, output = (usage.count(name) or 0 for name in COUNTERS[:3])  # none is missing here
     total = (
-        uncached * Fraction(rate.input)
-        + usage.cached_input_tokens * Fraction(rate.cached_input)
-        + usage.output_tokens * Fraction(rate.output)
+        (input_tokens - cached) * Fraction(rate.input)
+        + cached * Fraction(rate.cached_input)
+        + output * Fraction(rate.output)
     ) / MILLION
     return CreditEstimate(credits=exact_decimal(total), rate=rate.id, unavailable=None, reason=None)
 

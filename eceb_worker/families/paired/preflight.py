@@ -289,7 +289,7 @@ def observed_support(stream: bytes, evidence: FileDigest) -> ObservedSupport:
 
     completed = transport.status is TransportStatus.COMPLETED
     return ObservedSupport(
-        usage=seen(completed and transport.usage is not None),
+        usage=seen(completed and transport.usage is not None and not transport.usage.missing),
         completion=seen(completed),
         output=seen(transport.answer is not None),
         evidence=evidence,

@@ -68,10 +68,10 @@ CONTINUATION_SCHEMA: Final = "symgliph.eceb/pair-continuation-v0.1"
 MANIFEST_SCHEMA: Final = "symgliph.eceb/pair-manifest-v0.1"
 COSTS_SCHEMA: Final = "symgliph.eceb/pair-costs-v0.1"
 
-GitId = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{40}([0-9a-f]{24})?$", description="A git object id.")]
+GitId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", description="A git object id.")]
 Timestamp = Annotated[
     str,
-    msgspec.Meta(pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"),
+    msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z\Z"),
 ]
 """A UTC time, RFC 3339 with ``Z`` (recorded, never used in a figure)."""
 

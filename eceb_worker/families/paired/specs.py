@@ -49,7 +49,7 @@ VERIFICATION_SCHEMA: Final = "symgliph.eceb/pair-verification-v0.1"
 Identifier = Annotated[
     str,
     msgspec.Meta(
-        pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z",
         description="1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit.",
     ),
 ]

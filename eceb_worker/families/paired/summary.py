@@ -12,8 +12,10 @@ The functions below assemble ``eceb pair summary``'s document
 - :func:`pair_differences` gives a pair's A − B of every metric, and
   :func:`preferred` the arm its evidence prefers: success first, so a
   cheaper wrong answer never wins;
-- :func:`breakdown` summarizes the differences of a group of pairs
-  (median, minimum, maximum, signs, coverage: descriptive values only);
+- :func:`~eceb_worker.families.paired.coverage.breakdown` summarizes the differences of a group of pairs
+  (median, minimum, maximum, signs, coverage: descriptive values only)
+  over every started pair, counted or not
+  (:func:`~eceb_worker.families.paired.coverage.coverage`);
 - :func:`schedule_check` compares the executed order with the frozen
   schedule and shows the order imbalance and the A-first / B-first
   breakdown of each metric;
@@ -31,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from eceb_worker.families.paired.coverage import breakdown, has_started
 from eceb_worker.families.paired.credits import NOT_BILLING, CreditEstimate, exact_decimal
-from eceb_worker.families.paired.differences import Difference, summarize
 from eceb_worker.families.paired.differences import difference as difference_of
 from eceb_worker.families.paired.records import Cost
 from eceb_worker.families.paired.schedule import Arm, Imbalance, TaskKind, imbalance_of, plan
@@ -55,9 +57,16 @@ from eceb_worker.families.paired.summary_document import (
     Summary,
     Verdict,
 )
-from eceb_worker.families.paired.transport import Usage
+from eceb_worker.families.paired.transport import COUNTERS, Usage
 
-__all__ = ["breakdown", "measures", "pair_differences", "preferred", "schedule_check", "summary", "verdict"]
+__all__ = [
+    "measures",
+    "pair_differences",
+    "preferred",
+    "schedule_check",
+    "summary",
+    "verdict",
+]
 
 
 # --- an attempt's metrics
@@ -67,6 +76,19 @@ def _known(metric: str, value: Fraction | int | None, why: str) -> Measure:
     if value is None:
         return Measure(metric=metric, value=None, unknown=why)
     return Measure(metric=metric, value=exact_decimal(Fraction(value)), unknown=None)
+
+
+def _counter(usage: Usage | None, name: str, why_no_usage: str) -> tuple[int | None, str]:
+    """The counter ``name`` of ``usage`` if usable, else ``None`` and why
+    (``<cause>: <reason>`` for a counter missing, no count or past the range)."""
+    if usage is None:
+        return None, why_no_usage
+    if name == "reasoning_output_tokens" and usage.reasoning_output_tokens is None and name not in usage.not_counts:
+        return None, "the completed turn reported no reasoning count"
+    why = usage.unknown(name)
+    if why is not None:
+        return None, f"{why[0]}: {why[1]}"
+    return usage.count(name), ""
 
 
 def measures(
@@ -87,26 +109,32 @@ def measures(
     ``wall_clock``: seconds, or ``None`` (``why_no_wall_clock``);
     ``context_tokens``: the arm's context estimate; ``context_cost``: the
     arm's cost from ``costs.json`` (``None`` when it cannot be read). A
-    usage whose cached input exceeds its input has no uncached input."""
-    reasoning = usage.reasoning_output_tokens if usage is not None else None
-    uncached = None
-    if usage is not None and usage.cached_input_tokens <= usage.input_tokens:
-        uncached = usage.input_tokens - usage.cached_input_tokens
-    why_uncached = why_no_usage if usage is None else "cached input exceeds input: not a subset"
+    usage whose cached input exceeds its input has no uncached input. A
+    counter the usage lacks or reports as no count (``missing_counters``),
+    or past :data:`~eceb_worker.families.paired.transport.COUNTER_MAX`
+    (``overflow``), is unknown with that cause, and so is every metric that
+    needs it; the others stay known."""
+    counted = {name: _counter(usage, name, why_no_usage) for name in COUNTERS}
+    (input_tokens, why_input), (cached, why_cached) = counted["input_tokens"], counted["cached_input_tokens"]
+    uncached: int | None = None
+    why_uncached = "; ".join(
+        dict.fromkeys(why for _, why in (counted["input_tokens"], counted["cached_input_tokens"]) if why)
+    )
+    if input_tokens is not None and cached is not None:
+        if cached <= input_tokens:
+            uncached = input_tokens - cached
+        else:
+            why_uncached = "cached input exceeds input: not a subset"
     credit = Fraction(credits.credits) if credits is not None and credits.credits is not None else None
     why_credit = (credits.reason or "no estimate") if credits is not None else why_no_usage
     cost = context_cost.tokens if context_cost is not None and context_cost.known else None
     why_cost = context_cost.basis if context_cost is not None else "costs.json cannot be read"
     return (
-        _known("input_tokens", usage.input_tokens if usage else None, why_no_usage),
-        _known("cached_input_tokens", usage.cached_input_tokens if usage else None, why_no_usage),
+        _known("input_tokens", input_tokens, why_input),
+        _known("cached_input_tokens", cached, why_cached),
         _known("uncached_input_tokens", uncached, why_uncached),
-        _known("output_tokens", usage.output_tokens if usage else None, why_no_usage),
-        _known(
-            "reasoning_output_tokens",
-            reasoning,
-            why_no_usage if usage is None else "the completed turn reported no reasoning count",
-        ),
+        _known("output_tokens", *counted["output_tokens"]),
+        _known("reasoning_output_tokens", *counted["reasoning_output_tokens"]),
         _known(CREDITS, credit, why_credit),
         _known("wall_clock_seconds", wall_clock, why_no_wall_clock),
         _known("cue_estimate_tokens", context_tokens, "the manifest cannot be read"),
@@ -164,18 +192,6 @@ def preferred(a: AttemptSummary | None, b: AttemptSummary | None) -> tuple[Arm |
 # --- groups of pairs
 
 
-def breakdown(group: str, pairs: Sequence[PairSummary]) -> Breakdown:
-    """The differences of ``pairs`` (any order) summarized, metric by metric."""
-    metrics = []
-    for metric in METRICS:
-        found = []
-        for pair in pairs:
-            shown = next(d for d in pair.differences if d.metric == metric)
-            found.append(Difference(pair=pair.position or 0, value=shown.value, unknown=shown.unknown))
-        metrics.append(summarize(metric, found))
-    return Breakdown(group=group, pairs=len(pairs), metrics=tuple(metrics))
-
-
 def _imbalance(task: TaskKind | None, pairs: Sequence[PairSummary]) -> Imbalance:
     orders = [pair.order for pair in pairs if pair.order is not None and (task is None or pair.task is task)]
     return imbalance_of(task, orders)
@@ -221,9 +237,10 @@ def schedule_check(pairs: Sequence[PairSummary]) -> ScheduleCheck:
     )
     counted = [pair for pair in pairs if pair.complete]
     imbalance = (*(_imbalance(task, counted) for task in TaskKind), _imbalance(None, counted))
+    covered = [pair for pair in pairs if has_started(pair)]
     by_order = (
-        breakdown("A first", [p for p in counted if p.order is not None and p.order[0] is Arm.A]),
-        breakdown("B first", [p for p in counted if p.order is not None and p.order[0] is Arm.B]),
+        breakdown("A first", [p for p in covered if p.order is not None and p.order[0] is Arm.A]),
+        breakdown("B first", [p for p in covered if p.order is not None and p.order[0] is Arm.B]),
     )
     return ScheduleCheck(
         executed=executed,
@@ -313,13 +330,14 @@ def summary(
     support: str = "",
 ) -> Summary:
     """The summary document of ``pairs`` (module): sorted by position then
-    name then directory, the differences summarized overall and per task,
+    name then directory, the differences of every started pair summarized
+    overall and per task (:func:`breakdown`),
     the schedule checked, the verdict decided. The result does not depend
     on the order of ``pairs``, ``directories`` or ``assessments``."""
     ordered = tuple(sorted(pairs, key=lambda p: (p.position or 0, p.name, p.directory)))
-    counted = [pair for pair in ordered if pair.complete]
-    overall = breakdown("all", counted)
-    per_task = tuple(breakdown(task.value, [p for p in counted if p.task is task]) for task in TaskKind)
+    covered = [pair for pair in ordered if has_started(pair)]
+    overall = breakdown("all", covered)
+    per_task = tuple(breakdown(task.value, [p for p in covered if p.task is task]) for task in TaskKind)
     schedule = schedule_check(ordered)
     deviations = [f"the executed order deviates from the frozen schedule: {d}" for d in schedule.deviations]
     decided = verdict(

@@ -35,7 +35,13 @@ stream that never started a turn is ``failed`` when it reported an
 otherwise (e.g. an empty stream). An ``error`` after ``turn.completed``
 makes the attempt ``failed``: the completed turn does not account for it.
 The usage of ``turn.completed`` is the thread's running total: it is taken
-once, from the completed turn, never summed. Warnings and errors are kept as
+once, from the completed turn, never summed. A counter it lacks, or
+reports as no count (negative, not an integer), leaves the turn completed
+and its answer judged like any other: that counter is unknown
+(:meth:`Usage.unknown`, cause ``missing_counters``), and so is each metric
+that needs it; a counter past :data:`COUNTER_MAX` is unknown the same way
+(cause ``overflow``). A usage that is absent or ``null`` lacks every
+counter; one of another shape makes the transport ``malformed``. Warnings and errors are kept as
 evidence (:attr:`Transport.warnings`, :attr:`Transport.errors`) whatever the
 status.
 
@@ -49,7 +55,18 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["SYNTHETIC_THREAD", "Command", "Transport", "TransportStatus", "Usage", "read_transport"]
+__all__ = [
+    "COUNTERS",
+    "COUNTER_MAX",
+    "MISSING_COUNTERS",
+    "OVERFLOW",
+    "SYNTHETIC_THREAD",
+    "Command",
+    "Transport",
+    "TransportStatus",
+    "Usage",
+    "read_transport",
+]
 
 
 SYNTHETIC_THREAD: Final = "synthetic-"
@@ -75,19 +92,60 @@ class TransportStatus(enum.Enum):
     MALFORMED = "malformed"
 
 
+COUNTER_MAX: Final = 2**63 - 1
+"""The largest token counter the product accepts (a signed 64-bit integer,
+the provider's own width); a larger one is an overflow."""
+COUNTERS: Final = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+"""The usage counters read, in order; the first three are required, the reasoning count may be missing."""
+MISSING_COUNTERS: Final = "missing_counters"
+"""The cause of a counter that is absent or not a count (the credit estimate's ``missing_counters``)."""
+OVERFLOW: Final = "overflow"
+"""The cause of a counter past :data:`COUNTER_MAX` (the credit estimate's ``overflow``)."""
+
+
 class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Token counts of a completed turn (the thread's running total).
 
     Fields (tokens): ``input_tokens`` (context included), ``cached_input_tokens``
     and ``reasoning_output_tokens`` (subsets of input and output),
-    ``output_tokens``; ``reasoning_output_tokens`` is ``None`` when the stream
-    does not report it.
+    ``output_tokens``; each is ``None`` when the stream does not report it
+    as a count (absent, ``null``, negative, or not an integer);
+    ``not_counts``: the counters (names, in :data:`COUNTERS` order) the
+    stream reported with a value that is not a count: their values are not
+    kept. A missing counter makes the turn no less complete: each metric
+    that needs it is unknown (:meth:`unknown`).
     """
 
-    input_tokens: int
-    cached_input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    cached_input_tokens: int | None
+    output_tokens: int | None
     reasoning_output_tokens: int | None = None
+    not_counts: tuple[str, ...] = ()
+
+    def count(self, name: str) -> int | None:
+        """The counter ``name`` (one of :data:`COUNTERS`) as reported, or ``None``."""
+        value: int | None = getattr(self, name)
+        return value
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The required counters (input, cached input, output) without a count, in order."""
+        return tuple(name for name in COUNTERS[:3] if self.count(name) is None)
+
+    def unknown(self, name: str) -> tuple[str, str] | None:
+        """Why the counter ``name`` (one of :data:`COUNTERS`) is no usable
+        count, as ``(cause, reason)``: :data:`MISSING_COUNTERS` when it is
+        absent or not a count, :data:`OVERFLOW` when it exceeds
+        :data:`COUNTER_MAX`; ``None`` when it is usable. Reasons carry
+        counter names and counts only."""
+        value = self.count(name)
+        if name in self.not_counts:
+            return MISSING_COUNTERS, f"the completed turn's usage reports {name} as no count (not an integer >= 0)"
+        if value is None:
+            return MISSING_COUNTERS, f"the completed turn's usage lacks {name}"
+        if value > COUNTER_MAX:
+            return OVERFLOW, f"{name} {value} exceeds {COUNTER_MAX}"
+        return None
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):
@@ -159,20 +217,23 @@ def _is_count(value: Any) -> bool:
 
 
 def _usage(value: Any) -> Usage | None:
-    """The usage object of an event, or ``None`` when it is not one."""
+    """The usage object of an event (``None`` or absent: no counter), or
+    ``None`` when it is of another shape. A counter that is absent or not a
+    count is ``None`` (:class:`Usage`), never a guess."""
+    if value is None:
+        value = {}
     if not isinstance(value, dict):
         return None
-    required = ("input_tokens", "cached_input_tokens", "output_tokens")
-    if not all(_is_count(value.get(name)) for name in required):
-        return None
-    reasoning = value.get("reasoning_output_tokens")
-    if reasoning is not None and not _is_count(reasoning):
-        return None
+    raw = [value.get(name) for name in COUNTERS]
+    counts = [count if _is_count(count) else None for count in raw]
     return Usage(
-        input_tokens=value["input_tokens"],
-        cached_input_tokens=value["cached_input_tokens"],
-        output_tokens=value["output_tokens"],
-        reasoning_output_tokens=reasoning,
+        input_tokens=counts[0],
+        cached_input_tokens=counts[1],
+        output_tokens=counts[2],
+        reasoning_output_tokens=counts[3],
+        not_counts=tuple(
+            name for name, count in zip(COUNTERS, raw, strict=True) if not (count is None or _is_count(count))
+        ),
     )
 
 
@@ -225,7 +286,7 @@ class _Reading:
         elif kind == "turn.completed":
             usage = _usage(event.get("usage"))
             if not self.open_turn or usage is None:
-                self.bad(line, "turn.completed without an open turn or without a usage of token counts")
+                self.bad(line, "turn.completed without an open turn or with a usage that is not an object")
                 return
             self.open_turn, self.closed, self.usage = False, True, usage
         elif kind == "turn.failed":
