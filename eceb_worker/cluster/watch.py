@@ -41,11 +41,12 @@ from typing import Any, Final
 import msgspec
 
 from eceb_worker.cluster.backend import policy_of
+from eceb_worker.cluster.retry import LOST
 from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.cluster.steps import Progress, Step, reduce_step, shard_step
 from eceb_worker.cluster.views import step_name
 from eceb_worker.cluster.work import WorkStore, work_of
-from eceb_worker.errors import ErrorKind
+from eceb_worker.errors import ErrorKind, StorageError
 from eceb_worker.pipeline.messages import ShardFailed, ShardTask, shard_index, stage_of
 
 __all__ = ["GONE_WAIT_S", "WATCH_KEY", "Watcher", "publish_reduce", "publish_step", "shard_revoked", "watch_jobs"]
@@ -240,6 +241,8 @@ class Watcher:
                 if time.monotonic() >= next_watch:
                     next_watch = time.monotonic() + bounds.watch_s
                     self.watch_once()
+            except (StorageError, *LOST) as exc:  # Redis away: one line each time, no traceback
+                _logger.warning("the watch over the jobs in flight cannot reach Redis; it tries again: %s", exc)
             except Exception:
                 _logger.exception("the watch over the jobs in flight failed; it goes on")
             self._stop.wait(bounds.heartbeat_s * random.uniform(0.8, 1.0))  # noqa: S311 - spreading the workers

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from eceb_worker.corpus.rules import RulesFile
 
 __all__ = [
+    "WAITING_FOR_BENCHMARK",
     "CheckedInputs",
     "check_benchmark",
     "check_inputs",
@@ -267,6 +268,13 @@ def check_benchmark(where: Where, locator: Locator | None = None) -> tuple[Bench
     return benchmark, registry
 
 
+WAITING_FOR_BENCHMARK: Final = (
+    "not checked against the benchmark (its tasks, task root and the records' task ids): "
+    "those checks wait until the benchmark's problems are fixed"
+)
+"""The note of a run whose benchmark did not load: what was not checked, and why."""
+
+
 def check_inputs(
     benchmark_at: Where,
     run_at: Where,
@@ -303,6 +311,8 @@ def check_inputs(
         # The run's records would otherwise be checked only after corpus
         # verification: report their problems now, with the others.
         problems.extend(record_problems_of_run(run, benchmark))
+        if benchmark is None:
+            problems.append(Problem(file=run.file, message=WAITING_FOR_BENCHMARK))
     if problems:
         raise InputError(problems)
     assert benchmark is not None and registry is not None and run is not None

@@ -166,3 +166,21 @@ def _problems_of_kind(path: Path) -> list[Problem]:
     with pytest.raises(InputError) as caught:
         kind_of(path)
     return caught.value.problems
+
+
+def test_a_run_against_a_broken_benchmark_says_its_checks_against_it_wait(tmp_path: Path) -> None:
+    from eceb_worker.pipeline.inputs import WAITING_FOR_BENCHMARK
+
+    broken = tmp_path / "benchmark.json"
+    text = (SEED / "benchmark.json").read_text(encoding="utf-8").replace('"public"', '"publik"', 1)
+    broken.write_text(text, encoding="utf-8")
+    (tmp_path / "registry.jsonl").write_bytes((SEED / "registry.jsonl").read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "eceb_cli", "validate", str(SEED / "run.json"), "--benchmark", str(broken)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 3
+    assert "'publik'" in result.stderr
+    assert f"{SEED / 'run.json'}: {WAITING_FOR_BENCHMARK}" in result.stderr
