@@ -1,8 +1,8 @@
 """The README's walk-through without Docker, run as written in one shell: a
 loopback ``redis-server`` with a password, moto's S3 server, the example
 uploaded, one worker, then ``eceb-dist submit``, ``wait`` and ``result``;
-then a second job whose only worker is killed whole (``kill -9``) a second
-in, which ends with the same report once another worker starts.
+then a second job whose only worker is killed whole (``kill -9``) once it holds a shard,
+which ends with the same report once another worker starts.
 
 Only its ports (free loopback ports in place of 16379 and 19000) and its
 directory (``/tmp/eceb-cluster`` moved under a temporary directory) are
@@ -152,5 +152,7 @@ def test_the_readme_walkthrough_without_docker_runs_a_job_on_a_local_cluster(tmp
     assert SECRET not in out + err
     expected = embedded_report(tmp_path / "embedded")
     assert (directory / "report.json").read_bytes() == expected
-    # The second job, its worker killed whole a second in, none left until another started.
+    # The second job, its worker killed whole holding a shard, none left until another started:
+    # the lost shard was published again by the next worker's watch.
     assert (directory / "report-2.json").read_bytes() == expected
+    assert "published again" in (directory / "worker.log").read_text(encoding="utf-8"), _logs(directory)
