@@ -91,13 +91,13 @@ def settings_checked() -> Iterator[None]:
         raise click.UsageError(str(exc)) from None
 
 
-def connect(broker_url: str | None, result_backend: str | None) -> Cluster:
-    """The cluster, reached; a setting that does not parse is a usage error."""
+def connect(broker_url: str | None, result_backend: str | None, *, app: Any = None) -> Cluster:
+    """The cluster, reached (its application ``app`` when given, one made
+    here otherwise); a setting that does not parse is a usage error."""
     with settings_checked():
-        # Importing the module configures its application from the environment.
         from eceb_worker.cluster.client import Cluster
 
-        return Cluster(broker_url, result_backend)
+        return Cluster(broker_url, result_backend, app=app)
 
 
 def submit_job(
@@ -112,9 +112,9 @@ def submit_job(
     with settings_checked():
         from eceb_worker.cluster.app import make_app
 
-        make_app(broker_url, result_backend)
+        application = make_app(broker_url, result_backend)  # the process's one application
     check_submission(message)
-    cluster = connect(broker_url, result_backend)
+    cluster = connect(broker_url, result_backend, app=application)
     cluster.submit(message, created=int(time.time()), corpus=message.corpus.source, out=message.out, **fields)
     click.echo(msgspec.json.encode({"job_id": message.job_id}).decode() if as_json else message.job_id)
     warn_without_workers(cluster)

@@ -25,10 +25,8 @@ from eceb_cli.dist_worker import check_metrics_port, refuse_passwords, worker_en
 from eceb_cli.outcomes import (
     exit_for,
     exit_for_verdict,
-    is_verification,
     job_state,
     result_bytes,
-    shards,
     verification_of,
     wait_until_ended,
     warn_without_workers,
@@ -38,7 +36,7 @@ from eceb_cli.streams import PipeSafeGroup
 from eceb_cli.submission import DEFAULT_CONCURRENCY, corpus_argument, evaluation_message, object_argument
 from eceb_worker import __version__
 from eceb_worker.cluster.logs import LOG_FORMATS
-from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
+from eceb_worker.cluster.state import Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
@@ -246,18 +244,16 @@ def wait(
     from eceb_cli.corpus import print_findings
 
     cluster = connect(broker_url, result_backend)
-    if job_state(cluster, job_id).get("phase") not in TERMINAL_PHASES:
+    if not job_state(cluster, job_id).phase.ended:
         warn_without_workers(cluster)
     state = wait_until_ended(cluster, job_id, timeout)
     exit_for(job_id, state)
-    if is_verification(state):
+    if state.is_verification:
         report = verification_of(state)
         print_findings(report)
         click.echo(verification_verdict(report))
     else:
-        click.echo(
-            f"{tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report written to {state.get('out')}"
-        )
+        click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {state.out}")
     exit_for_verdict(state)
 
 
@@ -275,12 +271,12 @@ def result(
     cluster = connect(broker_url, result_backend)
     state = job_state(cluster, job_id)
     exit_for(job_id, state)
-    if state.get("phase") != Phase.DONE.value:
-        done, total = shards(state)
-        click.echo(f"job {job_id} not finished ({state.get('phase')}, {done}/{total} shards)", err=True)
+    if state.phase is not Phase.DONE:
+        done, total = state.shards
+        click.echo(f"job {job_id} not finished ({state.phase.value}, {done}/{total} shards)", err=True)
         sys.exit(exit_codes.JOB_NOT_FINISHED)
     objects = None
-    if state.get("out"):
+    if state.out:
         from eceb_worker.io.objects import ObjectStore
 
         objects = ObjectStore(endpoint(endpoint_url))
@@ -289,13 +285,11 @@ def result(
         Output(None).write([data])
     else:
         output.write([data])
-        if is_verification(state):
+        if state.is_verification:
             report = verification_of(state)
             click.echo(f"{artifacts_verified(report)}; report written to {output}")
         else:
-            click.echo(
-                f"{tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report written to {output}"
-            )
+            click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {output}")
     exit_for_verdict(state)
 
 
@@ -309,10 +303,10 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
     state = job_state(cluster, job_id)
     if not cluster.store.update(job_id, phase=Phase.CANCELLED.value):
         ended = cluster.store.get(job_id) or state
-        click.echo(f"job {job_id} already ended ({ended.get('phase')})")
+        click.echo(f"job {job_id} already ended ({ended.phase.value})")
         return
-    if state.get("coordinator"):
-        cluster.revoke(state["coordinator"])
+    if state.coordinator:
+        cluster.revoke(state.coordinator)
     click.echo(f"job {job_id} cancelled")
 
 

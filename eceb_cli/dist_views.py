@@ -18,6 +18,7 @@ from eceb_cli.outcomes import job_state, status_line, wait_until_ended
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
+    from eceb_worker.cluster.state import JobRecord
 
 __all__ = ["DEFAULT_JOBS", "print_jobs", "print_status", "watch_status"]
 
@@ -29,20 +30,19 @@ def print_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
     """Print job ``job_id``'s state: its status line and each failure so far,
     or (``as_json``) its :class:`~eceb_worker.cluster.views.JobStatus` as
     one JSON object. Exit 7 when there is no such job."""
-    from eceb_worker.cluster.state import TERMINAL_PHASES
     from eceb_worker.cluster.views import job_status, waiting_lines
 
     state = job_state(cluster, job_id)
     failures = cluster.store.failures(job_id)
-    waiting, live = cluster.waiting(job_id) if state.get("phase") not in TERMINAL_PHASES else ([], [])
+    waiting, live = cluster.waiting(job_id) if not state.phase.ended else ([], [])
     if as_json:
-        status = job_status(job_id, state, failures, int(time.time()), waiting, live)
+        status = job_status(state, failures, int(time.time()), waiting, live)
         click.echo(msgspec.json.encode(status).decode())
         return
     echo(status_line(job_id, state, failures))
     for failure in failures:
         echo(f"  failure: {failure}")
-    for line in waiting_lines(waiting, len(waiting), live, state.get("phase", "")):
+    for line in waiting_lines(waiting, len(waiting), live, state.phase.value):
         echo(line)
 
 
@@ -54,7 +54,7 @@ def watch_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
     lines = not as_json and not sys.stderr.isatty()
     last = [""]
 
-    def each(state: dict[str, str]) -> None:
+    def each(state: JobRecord) -> None:
         line = status_line(job_id, state, cluster.store.failures(job_id))
         if lines and line != last[0]:
             echo(line)
@@ -72,7 +72,7 @@ def print_jobs(cluster: Cluster, limit: int, *, as_json: bool) -> None:
     from eceb_worker.cluster.views import job_summary, jobs_lines
 
     now = int(time.time())
-    summaries = [job_summary(job_id, state, now) for job_id, state in cluster.store.recent(limit)]
+    summaries = [job_summary(record, now) for record in cluster.store.recent(limit)]
     if as_json:
         click.echo(msgspec.json.encode(summaries).decode())
         return

@@ -36,9 +36,11 @@ def worker_settings() -> Settings:
     its application configured from them: one that does not parse is a
     usage error (exit 2)."""
     with settings_checked():
-        # Importing the module configures its application: the settings are checked here.
-        import eceb_worker.cluster.app  # noqa: F401
+        # Configuring the worker's application checks the settings here.
+        from eceb_worker.cluster.app import worker_app
         from eceb_worker.settings import load_settings
+
+        worker_app()
 
         return load_settings()
 

@@ -164,7 +164,7 @@ def nightly(
     exit_for(job_id, state)
     data = result_bytes(job_id, state, objects)  # checked against the digest the job recorded
     tonight = decode_report(data, tonight_url)
-    say(f"tonight: {tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report {tonight_url}")
+    say(f"tonight: {tasks_pass(state.passing_tasks, state.total_tasks)}; report {tonight_url}")
 
     if previous is None:
         say(f"no baseline at {baseline}: the first night, nothing to compare")

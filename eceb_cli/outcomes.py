@@ -13,19 +13,19 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 import click
-import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.console import echo, progress, report_input_error
 from eceb_cli.conventions import Stopped
 from eceb_cli.corpus import print_findings
-from eceb_worker.cluster.state import TERMINAL_PHASES, Phase
+from eceb_worker.cluster.state import Phase
 from eceb_worker.core.digests import digest_bytes
-from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError
+from eceb_worker.errors import ErrorKind, InputError, StorageError
 from eceb_worker.render.text import artifacts_verified, tasks_pass
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
+    from eceb_worker.cluster.state import JobRecord
     from eceb_worker.corpus.verification import VerificationReport
     from eceb_worker.io.objects import ObjectStore
 
@@ -33,10 +33,8 @@ __all__ = [
     "POLL_S",
     "exit_for",
     "exit_for_verdict",
-    "is_verification",
     "job_state",
     "result_bytes",
-    "shards",
     "status_line",
     "verification_of",
     "wait_until_ended",
@@ -47,84 +45,76 @@ POLL_S = 0.2
 """How often a job's state is read while waiting for it, in seconds."""
 
 
-def is_verification(state: dict[str, str]) -> bool:
-    """True for a job of ``eceb-dist verify``."""
-    return state.get("kind") == "verify"
-
-
-def verification_of(state: dict[str, str]) -> VerificationReport:
+def verification_of(state: JobRecord) -> VerificationReport:
     """The verification report a job recorded (a verification, or an
-    evaluation whose corpus did not verify)."""
-    from eceb_worker.corpus.verification import VerificationReport
-
-    return msgspec.json.decode(state["verification"], type=VerificationReport)
-
-
-def shards(state: dict[str, str]) -> tuple[int, int]:
-    """Shards done and planned so far, every stage together."""
-    done = int(state.get("rehash_done", 0)) + int(state.get("eval_done", 0))
-    total = int(state.get("rehash_total", 0)) + int(state.get("eval_total", 0))
-    return done, total
+    evaluation whose corpus did not verify); ``StorageError`` when it
+    recorded none."""
+    if state.verification is None:
+        raise StorageError(f"job {state.job_id} recorded no verification report")
+    return state.verification
 
 
-def status_line(job_id: str, state: dict[str, str], failures: list[str]) -> str:
+def status_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
     """One line: the job's phase, shards done of each stage, failures, how it ended."""
-    line = (
-        f"{job_id}: {state.get('phase', '?')}; re-hash shards {state.get('rehash_done', 0)}/"
-        f"{state.get('rehash_total', '?')}"
-    )
-    if not is_verification(state):
-        line += f"; evaluation shards {state.get('eval_done', 0)}/{state.get('eval_total', '?')}"
+    line = f"{job_id}: {state.phase.value}; re-hash shards {state.rehash_done}/{_total(state.rehash_total)}"
+    if not state.is_verification:
+        line += f"; evaluation shards {state.eval_done}/{_total(state.eval_total)}"
     line += f"; failures {len(failures)}"
-    if state.get("phase") == Phase.DONE.value:
-        if is_verification(state):
+    if state.phase is Phase.DONE:
+        if state.is_verification:
             report = verification_of(state)
             line += f"; {artifacts_verified(report)}"
-            line += f"; report {state['out']}" if state.get("out") else ""
+            line += f"; report {state.out}" if state.out else ""
         else:
-            line += f"; {tasks_pass(state.get('passing_tasks'), state.get('total_tasks'))}; report {state.get('out')}"
-    elif state.get("phase") == Phase.FAILED.value:
-        line += f"; {state.get('error_kind')} error: {state.get('error')}"
+            line += f"; {tasks_pass(state.passing_tasks, state.total_tasks)}; report {state.out}"
+    elif state.phase is Phase.FAILED:
+        line += f"; {state.error_kind} error: {state.error}"
     return line
 
 
-def exit_for(job_id: str, state: dict[str, str]) -> None:
+def _total(total: int | None) -> str:
+    """Shards planned of a stage: ``?`` before it is planned."""
+    return "?" if total is None else str(total)
+
+
+def exit_for(job_id: str, state: JobRecord) -> None:
     """Print a failed or cancelled job's reason and exit with its code; return when done."""
-    phase = state.get("phase")
-    if phase == Phase.CANCELLED.value:
+    if state.phase is Phase.CANCELLED:
         click.echo(f"job {job_id} was cancelled; no report was written", err=True)
         sys.exit(exit_codes.JOB_CANCELLED)
-    if phase != Phase.FAILED.value:
+    if state.phase is not Phase.FAILED:
         return
     try:
-        kind = ErrorKind(state.get("error_kind", "internal"))
+        kind = ErrorKind(state.error_kind or "internal")
     except ValueError:
         kind = ErrorKind.INTERNAL
-    if kind is ErrorKind.INPUT and state.get("problems"):
-        report_input_error(InputError(msgspec.json.decode(state["problems"], type=list[Problem])))
-    elif kind is ErrorKind.VERIFICATION and state.get("verification"):
-        print_findings(verification_of(state))
-        echo(f"error: {state.get('error')}", err=True)
+    if kind is ErrorKind.INPUT and state.problems is not None:
+        report_input_error(InputError(list(state.problems)))
+    elif kind is ErrorKind.VERIFICATION and state.verification is not None:
+        print_findings(state.verification)
+        echo(f"error: {state.error}", err=True)
     else:
-        echo(f"error: {kind.value}: {state.get('error')}", err=True)
+        echo(f"error: {kind.value}: {state.error}", err=True)
     click.echo(f"job {job_id} failed; no report was written", err=True)
     sys.exit(exit_codes.for_kind(kind))
 
 
-def result_bytes(job_id: str, state: dict[str, str], objects: ObjectStore | None) -> bytes:
+def result_bytes(job_id: str, state: JobRecord, objects: ObjectStore | None) -> bytes:
     """The report a finished job wrote: the object at its ``--out``, checked
     against the digest it recorded, or a verification's report kept in its
     state. Raises ``StorageError`` when the object is gone or holds other
     bytes (another job or writer replaced it)."""
-    url = state.get("out", "")
+    url = state.out
     if not url:
-        return state["verification"].encode()
+        if state.verification_json is None:
+            raise StorageError(f"job {job_id} recorded no report (no --out, no verification report)")
+        return state.verification_json.encode()
     assert objects is not None
     try:
         data, _ = objects.get(url)
     except InputError:
         raise StorageError(f"{url}: the report of job {job_id} is gone (deleted after the job wrote it)") from None
-    expected = state.get("report_digest")
+    expected = state.report_digest
     if expected and digest_bytes(data) != expected:
         raise StorageError(
             f"{url}: no longer holds the report of job {job_id} (another job or writer replaced it; run the job again)"
@@ -132,8 +122,9 @@ def result_bytes(job_id: str, state: dict[str, str], objects: ObjectStore | None
     return data
 
 
-def job_state(cluster: Cluster, job_id: str) -> dict[str, str]:
-    """The job's state; exit 7 (no such job) when it has none."""
+def job_state(cluster: Cluster, job_id: str) -> JobRecord:
+    """The job's state; exit 7 (no such job) when it has none, ``StorageError``
+    when it is malformed (:func:`~eceb_worker.cluster.state.decode_job`)."""
     state = cluster.store.get(job_id)
     if state is None:
         click.echo(f"error: no such job {job_id} (unknown, or expired)", err=True)
@@ -141,8 +132,12 @@ def job_state(cluster: Cluster, job_id: str) -> dict[str, str]:
     return state
 
 
-_STAGES = (("rehash_done", "rehash_total", "re-hash"), ("eval_done", "eval_total", "evaluation"))
-"""The stages of a job in their order: the fields of their shards done and planned, their name."""
+def _stages(state: JobRecord) -> tuple[tuple[int, int, str], ...]:
+    """The stages of a job in their order: their shards done and planned (0 before it is planned), their name."""
+    return (
+        (state.rehash_done, state.rehash_total or 0, "re-hash"),
+        (state.eval_done, state.eval_total or 0, "evaluation"),
+    )
 
 
 class _StageBars:
@@ -155,25 +150,23 @@ class _StageBars:
         self._advance: Callable[[int], object] = lambda _: None
         self._shown = 0
 
-    def show(self, state: dict[str, str]) -> None:
+    def show(self, state: JobRecord) -> None:
         """Bring the bars up to ``state``: a later stage planned closes the
         earlier stage's bar and opens its own."""
-        for index, (done_field, total_field, name) in enumerate(_STAGES):
-            total = int(state.get(total_field) or 0)
+        for index, (done, total, name) in enumerate(_stages(state)):
             if not total or index < self._stage:
                 continue
             if index > self._stage:
                 self._stack.close()
                 self._advance = self._stack.enter_context(progress(f"{self._job_id[:8]} {name}", total, unit="shard"))
                 self._stage, self._shown = index, 0
-            done = int(state.get(done_field) or 0)
             if done > self._shown:
                 self._advance(done - self._shown)
                 self._shown = done
 
 
 @contextmanager
-def stage_progress(job_id: str) -> Iterator[Callable[[dict[str, str]], None]]:
+def stage_progress(job_id: str) -> Iterator[Callable[[JobRecord], None]]:
     """Progress bars of a job's stages on standard error when it is a
     terminal (:func:`~eceb_cli.console.progress`; nothing otherwise): a bar
     per stage, shards done of planned, from the moment it is planned. Yields
@@ -183,8 +176,8 @@ def stage_progress(job_id: str) -> Iterator[Callable[[dict[str, str]], None]]:
 
 
 def wait_until_ended(
-    cluster: Cluster, job_id: str, timeout: float | None, *, each: Callable[[dict[str, str]], object] | None = None
-) -> dict[str, str]:
+    cluster: Cluster, job_id: str, timeout: float | None, *, each: Callable[[JobRecord], object] | None = None
+) -> JobRecord:
     """The job's state once it ended, its progress shown on a terminal
     meanwhile (:func:`stage_progress`), ``each`` called with every state
     read; exit 75 when ``timeout`` (seconds) passes first, 7 when the job
@@ -198,17 +191,15 @@ def wait_until_ended(
         raise
 
 
-def _wait(
-    cluster: Cluster, job_id: str, timeout: float | None, seen: Callable[[dict[str, str]], object]
-) -> dict[str, str]:
+def _wait(cluster: Cluster, job_id: str, timeout: float | None, seen: Callable[[JobRecord], object]) -> JobRecord:
     deadline = None if timeout is None else time.monotonic() + timeout
     state = job_state(cluster, job_id)
     seen(state)
-    while state.get("phase") not in TERMINAL_PHASES:
+    while not state.phase.ended:
         if deadline is not None and time.monotonic() >= deadline:
-            done, total = shards(state)
+            done, total = state.shards
             click.echo(
-                f"job {job_id} not finished within {timeout:g} s ({state.get('phase')}, {done}/{total} shards)"
+                f"job {job_id} not finished within {timeout:g} s ({state.phase.value}, {done}/{total} shards)"
                 f"{_waiting_for(cluster, job_id)}",
                 err=True,
             )
@@ -256,11 +247,11 @@ def warn_without_workers(cluster: Cluster) -> None:
         )
 
 
-def exit_for_verdict(state: dict[str, str]) -> None:
+def exit_for_verdict(state: JobRecord) -> None:
     """Exit as the finished job's verdict says: 1 for failing tasks, 4 for a
     corpus that did not verify; return when everything passed."""
-    if is_verification(state):
+    if state.is_verification:
         if not verification_of(state).ok:
             sys.exit(exit_codes.VERIFICATION_FAILED)
-    elif state.get("passing_tasks") != state.get("total_tasks"):
+    elif state.passing_tasks != state.total_tasks:
         sys.exit(exit_codes.TASKS_FAILED)

@@ -38,7 +38,9 @@ CONSUMERS_TIMEOUT_S: Final = 1.0
 
 class Cluster:
     """The Celery application of ``broker_url`` and ``result_backend`` (by
-    default from the environment), both reached once, and its job store.
+    default from the environment), or ``app`` when given (one made already
+    by :func:`~eceb_worker.cluster.app.make_app`), both reached once, and
+    its job store.
 
     The broker is reached at once or not at all (an unreachable cluster
     fails in about a second); once reached, a lost connection is tried
@@ -50,8 +52,8 @@ class Cluster:
     redacted) when the broker or the result backend cannot be reached.
     """
 
-    def __init__(self, broker_url: str | None = None, result_backend: str | None = None) -> None:
-        self.app: Any = make_app(broker_url, result_backend)
+    def __init__(self, broker_url: str | None = None, result_backend: str | None = None, *, app: Any = None) -> None:
+        self.app: Any = app if app is not None else make_app(broker_url, result_backend)
         self.policy = policy_of(self.app)
         self.check_connection()
         self.store = JobStore.of(self.app)

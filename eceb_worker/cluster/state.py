@@ -6,11 +6,11 @@ and written by the job's tasks; and the index of recent jobs, read by
 
 from __future__ import annotations
 
-import enum
 import time
 from typing import Any, Final
 
 from eceb_worker.cluster.backend import policy_of
+from eceb_worker.cluster.job_record import TERMINAL_PHASES, JobRecord, Phase, decode_job, job_key
 from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import Stage
@@ -20,33 +20,16 @@ __all__ = [
     "JOBS_KEY",
     "JOB_TTL_S",
     "TERMINAL_PHASES",
+    "JobRecord",
     "JobStore",
     "Phase",
+    "decode_job",
     "job_key",
 ]
 
 
-class Phase(enum.Enum):
-    """Where a job stands (the ``phase`` field of its state)."""
-
-    QUEUED = "queued"
-    LOADING = "loading"
-    VERIFYING = "verifying"
-    EVALUATING = "evaluating"
-    WRITING = "writing"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @classmethod
-    def of_stage(cls, stage: Stage) -> Phase:
-        """The phase of a job running ``stage``."""
-        return cls.EVALUATING if stage is Stage.EVALUATE else cls.VERIFYING
-
-
 JOB_TTL_S: Final = 7 * 24 * 3600
 """A job's state is kept a week after its last change."""
-TERMINAL_PHASES: Final = frozenset(phase.value for phase in (Phase.DONE, Phase.FAILED, Phase.CANCELLED))
 """The phases of a job that has ended (nothing changes it any more)."""
 DONE_FIELDS: Final = {Stage.REHASH: "rehash_done", Stage.EVALUATE: "eval_done"}
 """The set of shard indexes done, per stage (``eceb:job:<id>:<field>``)."""
@@ -86,11 +69,6 @@ field, value, ..."""
 _UPDATE_UNLESS_ENDED_SCRIPT: Final = _UPDATE_UNLESS_ENDED.replace(
     "{ended}", " or ".join(f"phase == '{value}'" for value in sorted(TERMINAL_PHASES))
 )
-
-
-def job_key(job_id: str) -> str:
-    """The Redis hash holding a job's state."""
-    return f"eceb:job:{job_id}"
 
 
 class JobStore:
@@ -153,11 +131,11 @@ class JobStore:
         with self.policy.reaching(self._WHAT):
             pipe.execute()
 
-    def recent(self, limit: int) -> list[tuple[str, dict[str, str]]]:
-        """Up to ``limit`` jobs, the newest first: ``(job id, its state as
-        :meth:`get` reads it)``. Jobs whose state is gone (expired) are left
-        out and dropped from the index."""
-        found: list[tuple[str, dict[str, str]]] = []
+    def recent(self, limit: int) -> list[JobRecord]:
+        """Up to ``limit`` jobs, the newest first, each as :meth:`get` reads
+        it (``StorageError`` for a malformed one). Jobs whose state is gone
+        (expired) are left out and dropped from the index."""
+        found: list[JobRecord] = []
         start = 0
         while len(found) < limit:
             with self.policy.reaching(self._WHAT):
@@ -171,7 +149,7 @@ class JobStore:
                 if state is None:
                     gone.append(job_id)
                 elif len(found) < limit:
-                    found.append((job_id, state))
+                    found.append(state)
             if gone:
                 with self.policy.reaching(self._WHAT):
                     self.client.zrem(JOBS_KEY, *gone)
@@ -222,8 +200,9 @@ class JobStore:
         with self.policy.reaching(self._WHAT):
             pipe.execute()
 
-    def get(self, job_id: str) -> dict[str, str] | None:
-        """The job's fields, or None for an unknown, expired or lost job."""
+    def get(self, job_id: str) -> JobRecord | None:
+        """The job's state, decoded (:func:`decode_job`: ``StorageError``
+        when malformed), or None for an unknown, expired or lost job."""
         pipe = self.client.pipeline()
         pipe.hgetall(job_key(job_id))
         for field in _DONE_FIELDS:
@@ -236,7 +215,17 @@ class JobStore:
             return None
         state = {_text(name): _text(value) for name, value in raw.items()}
         state.update((field, str(count)) for field, count in zip(_DONE_FIELDS, done, strict=True))
-        return state
+        return decode_job(job_id, state)
+
+    def phase(self, job_id: str) -> Phase | None:
+        """The job's phase alone (what a worker reads): None for an unknown,
+        expired or lost job, or a phase this version of eceb does not know."""
+        with self.policy.reaching(self._WHAT):
+            value = self.client.hget(job_key(job_id), "phase")
+        try:
+            return None if value is None else Phase(_text(value))
+        except ValueError:
+            return None
 
     def failures(self, job_id: str) -> list[str]:
         """Shard failures seen so far."""

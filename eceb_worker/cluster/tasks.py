@@ -291,8 +291,7 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
 
 
 def _cancelled(store: JobStore, job_id: str) -> bool:
-    state = store.get(job_id)
-    return state is not None and state.get("phase") == Phase.CANCELLED.value
+    return store.phase(job_id) is Phase.CANCELLED
 
 
 def coordinate(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """A job's state as ``eceb-dist status --json`` and ``eceb-dist jobs``
-show it: frozen Structs made from the strings of its Redis hash
-(:class:`~eceb_worker.cluster.state.JobStore`), and their text. Pure: the
+show it: frozen Structs made from its record
+(:class:`~eceb_worker.cluster.state.JobRecord`, as
+:class:`~eceb_worker.cluster.state.JobStore` reads it), and their text. Pure: the
 time now is an argument, in whole Unix seconds, and every figure is an
 integer.
 """
@@ -13,7 +14,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from eceb_worker.cluster.state import TERMINAL_PHASES
+from eceb_worker.cluster.state import TERMINAL_PHASES, JobRecord
 from eceb_worker.cluster.steps import COORDINATE, Progress, Step, step_stage
 
 __all__ = [
@@ -132,25 +133,18 @@ def rfc3339(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _number(state: Mapping[str, str], field: str) -> int | None:
-    text = state.get(field, "")
-    return int(text) if text.strip().lstrip("-").isdigit() else None
-
-
-def job_summary(job_id: str, state: Mapping[str, str], now_s: int) -> JobSummary:
-    """The summary of job ``job_id`` from its ``state`` (the hash's fields,
-    :meth:`~eceb_worker.cluster.state.JobStore.get`), at Unix time ``now_s``."""
-    created = _number(state, "created")
-    phase = state.get("phase", "")
-    ended = _number(state, "ended")
-    if ended is None and phase in TERMINAL_PHASES:
-        ended = _number(state, "updated")
-    done = sum(_number(state, field) or 0 for field in ("rehash_done", "eval_done"))
-    total = sum(_number(state, field) or 0 for field in ("rehash_total", "eval_total"))
+def job_summary(record: JobRecord, now_s: int) -> JobSummary:
+    """The summary of a job from its ``record``
+    (:meth:`~eceb_worker.cluster.state.JobStore.get`), at Unix time ``now_s``."""
+    created = record.created
+    ended = record.ended
+    if ended is None and record.phase.ended:
+        ended = record.updated
+    done, total = record.shards
     return JobSummary(
-        job_id=job_id,
-        kind=state.get("kind", "evaluate"),
-        phase=phase,
+        job_id=record.job_id,
+        kind=record.kind.value,
+        phase=record.phase.value,
         started_at=None if created is None else rfc3339(created),
         ended_at=None if ended is None else rfc3339(ended),
         age_s=None if created is None else max(0, now_s - created),
@@ -241,36 +235,34 @@ def _step_text(state: StepState) -> str:
 
 
 def job_status(
-    job_id: str,
-    state: Mapping[str, str],
+    record: JobRecord,
     failures: Iterable[str],
     now_s: int,
     waiting: Iterable[StepState] = (),
     live_workers: Iterable[str] = (),
 ) -> JobStatus:
-    """The status of job ``job_id`` from its ``state`` and ``failures`` at
-    Unix time ``now_s``, with the steps it waits for and the workers alive."""
-    summary = job_summary(job_id, state, now_s)
+    """The status of a job from its ``record`` and ``failures`` at Unix time
+    ``now_s``, with the steps it waits for and the workers alive."""
+    summary = job_summary(record, now_s)
     pending = list(waiting)
-    verified = _number(state, "verified")
     return JobStatus(
         **msgspec.structs.asdict(summary),
-        rehash_done=_number(state, "rehash_done") or 0,
-        rehash_total=_number(state, "rehash_total"),
-        eval_done=_number(state, "eval_done") or 0,
-        eval_total=_number(state, "eval_total"),
-        benchmark=state.get("benchmark", ""),
-        run=state.get("run", ""),
-        registry=state.get("registry", ""),
-        corpus=state.get("corpus", ""),
-        out=state.get("out", ""),
+        rehash_done=record.rehash_done,
+        rehash_total=record.rehash_total,
+        eval_done=record.eval_done,
+        eval_total=record.eval_total,
+        benchmark=record.benchmark,
+        run=record.run,
+        registry=record.registry,
+        corpus=record.corpus,
+        out=record.out,
         failures=tuple(failures),
-        passing_tasks=_number(state, "passing_tasks"),
-        total_tasks=_number(state, "total_tasks"),
-        verified=None if verified is None else verified == 1,
-        error_kind=state.get("error_kind"),
-        error=state.get("error"),
-        report_digest=state.get("report_digest"),
+        passing_tasks=record.passing_tasks,
+        total_tasks=record.total_tasks,
+        verified=record.verified,
+        error_kind=record.error_kind,
+        error=record.error,
+        report_digest=record.report_digest,
         waiting=tuple(pending[:SHOWN_STEPS]),
         waiting_count=len(pending),
         live_workers=tuple(live_workers),

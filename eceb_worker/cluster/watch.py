@@ -42,7 +42,7 @@ import msgspec
 
 from eceb_worker.cluster.backend import policy_of
 from eceb_worker.cluster.retry import LOST
-from eceb_worker.cluster.state import JobStore, Phase
+from eceb_worker.cluster.state import JobStore
 from eceb_worker.cluster.steps import Progress, Step, reduce_step, shard_step
 from eceb_worker.cluster.views import step_name
 from eceb_worker.cluster.work import WorkStore, work_of
@@ -144,8 +144,7 @@ def watch_jobs(work: WorkStore, jobs: JobStore, send: Send, queued: Callable[[],
     leave the set of jobs in flight. What was published again, by job."""
     published: dict[str, list[str]] = {}
     for job_id in jobs.active():
-        state = jobs.get(job_id)
-        if state is None or state.get("phase") in (Phase.DONE.value, Phase.FAILED.value, Phase.CANCELLED.value):
+        if jobs.finished(job_id):
             jobs.retire(job_id)
             continue
         found = watch_job(work, jobs, send, job_id, _once(queued))

@@ -4,13 +4,17 @@ and written in one place (layout: :mod:`eceb_worker.families.paired.records`).
 :func:`read_record` decodes a record file with every problem reported
 (file, record, field); :func:`write_record` writes a record as canonical
 JSON by atomic rename, refusing to replace one unless asked;
-:func:`file_digest` binds a file by BLAKE3 and size. Every record's digest
-is the BLAKE3 of its canonical bytes (:func:`record_digest`).
+:func:`file_digest` binds a file by BLAKE3 and size, and
+:func:`check_bound_files` reads the files a record binds and checks them
+(:func:`~eceb_worker.families.paired.bound_files.bound_file_problems`).
+Every record's digest is the BLAKE3 of its canonical bytes
+(:func:`record_digest`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,10 +24,20 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import InputError, OutputError, Problem
+from eceb_worker.families.paired.bound_files import BoundFile, Seen, Wording, bound_file_problems, seen_bytes
 from eceb_worker.families.paired.records import FileDigest
 from eceb_worker.io.files import atomic_write, read_input
 
-__all__ = ["Experiment", "decode_record", "file_digest", "read_record", "record_digest", "utc_now", "write_record"]
+__all__ = [
+    "Experiment",
+    "check_bound_files",
+    "decode_record",
+    "file_digest",
+    "read_record",
+    "record_digest",
+    "utc_now",
+    "write_record",
+]
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -84,6 +98,28 @@ def file_digest(path: Path, name: str) -> FileDigest:
     """``path``'s content as a :class:`FileDigest` recorded under ``name``."""
     data = read_input(path)
     return FileDigest(path=name, blake3=digest_bytes(data), size=len(data))
+
+
+def check_bound_files(bound: Sequence[BoundFile], wording: Wording) -> tuple[dict[str, bytes], list[Problem]]:
+    """Read every file of ``bound`` (each at its ``location``, a path, once)
+    and check it against what its record binds
+    (:func:`~eceb_worker.families.paired.bound_files.bound_file_problems`,
+    worded by ``wording``). Returns the bytes read by location (a changed
+    file's too) and the problems, in ``bound``'s order. Raises nothing for a
+    file that cannot be read: it is a problem."""
+    data: dict[str, bytes] = {}
+    seen: dict[str, Seen] = {}
+    why: dict[str, list[Problem]] = {}
+    for entry in bound:
+        if entry.location in seen or entry.location in why:
+            continue
+        try:
+            data[entry.location] = read_input(Path(entry.location))
+        except InputError as exc:
+            why[entry.location] = exc.problems
+            continue
+        seen[entry.location] = seen_bytes(data[entry.location])
+    return data, bound_file_problems(bound, seen, wording, why=why)
 
 
 def utc_now() -> str:

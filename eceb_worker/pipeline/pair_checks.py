@@ -34,6 +34,7 @@ from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import ExecutionRefused, InputError, Problem
 from eceb_worker.families.paired.binding import binding_problems, task_input_problems
+from eceb_worker.families.paired.bound_files import BoundFile, SincePrepared
 from eceb_worker.families.paired.pairs import arm_problems, cue_problems
 from eceb_worker.families.paired.preflight import budget_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
@@ -43,7 +44,7 @@ from eceb_worker.io.executables import ask_version
 from eceb_worker.io.files import read_input
 from eceb_worker.io.git import GitState, git_state
 from eceb_worker.io.ledger import Ledger
-from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
+from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record
 
 __all__ = [
     "LINK",
@@ -91,25 +92,10 @@ def attempt_id_of(directory: Path, arm: str) -> str:
 
 def _check_files(directory: Path, manifest: Manifest) -> list[Problem]:
     """Every file the manifest lists (its arms' contexts too) with its digest and size."""
-    where = str(directory / "manifest.json")
     listed = [(f"files[{i}]", f) for i, f in enumerate(manifest.files)]
     listed += [(f"arms[{i}]", arm.context) for i, arm in enumerate(manifest.arms)]
-    problems = []
-    for record, expected in listed:
-        path = directory / expected.path
-        try:
-            actual = file_digest(path, expected.path)
-        except InputError as exc:
-            problems.append(Problem(file=where, record=record, field="path", message=f"{exc.problems[0].message}"))
-            continue
-        if (actual.blake3, actual.size) != (expected.blake3, expected.size):
-            problems.append(
-                Problem(
-                    file=str(path),
-                    message=f"changed since the pair was prepared: BLAKE3 {actual.blake3}, {actual.size} bytes, "
-                    f"the manifest ({record}) binds {expected.blake3}, {expected.size} bytes",
-                )
-            )
+    bound = [BoundFile(file=file, location=str(directory / file.path), record=record) for record, file in listed]
+    _, problems = check_bound_files(bound, SincePrepared(str(directory / "manifest.json")))
     return problems
 
 

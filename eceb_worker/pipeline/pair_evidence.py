@@ -10,7 +10,7 @@ Reads only.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -21,6 +21,7 @@ from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.assessments import Assessment, AssessmentBundle
+from eceb_worker.families.paired.bound_files import Seen, seen_bytes
 from eceb_worker.families.paired.journal import JOURNAL_ORDER
 from eceb_worker.families.paired.records import ArmCommand, Freeze, Manifest
 from eceb_worker.families.paired.specs import (
@@ -38,6 +39,7 @@ __all__ = [
     "PairFiles",
     "decode_record",
     "pair_directories",
+    "located_text",
     "physical_path",
     "policy_freeze",
     "problem_text",
@@ -98,9 +100,15 @@ def pair_directories(inputs: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     return sorted(pairs), sorted(experiments)
 
 
+def located_text(problem: Problem) -> str:
+    """``problem`` as text without its file (record, field, message, the
+    parts there are), for a summary's list where the file is said before it."""
+    return " ".join(part for part in (problem.record, problem.field, problem.message) if part)
+
+
 def problem_text(exc: InputError) -> str:
     """The first problems of ``exc`` in one line (record, field, message), for a summary's list."""
-    return "; ".join(" ".join(part for part in (p.record, p.field, p.message) if part) for p in exc.problems[:5])
+    return "; ".join(located_text(p) for p in exc.problems[:5])
 
 
 class PairFiles:
@@ -139,6 +147,16 @@ class PairFiles:
         except InputError as exc:
             self.problems.append(f"{relative}: {problem_text(exc)}")
             return None
+
+    def seen(self, locations: Iterable[str]) -> dict[str, Seen]:
+        """What each of ``locations`` (paths in the pair directory) is now
+        (:meth:`read`: what cannot be read has no entry)."""
+        found: dict[str, Seen] = {}
+        for location in locations:
+            data = self.read(location)
+            if data is not None:
+                found[location] = seen_bytes(data)
+        return found
 
     def listing(self, relative: str = "") -> list[str]:
         """Every entry under ``relative`` (recursively, relative to the root; directories end with ``/``)."""
@@ -224,6 +242,10 @@ class AttemptFiles:
     present: dict[str, bytes] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+
+    def seen(self) -> dict[str, Seen]:
+        """What each journal file present is (its BLAKE3 and size), by name."""
+        return {name: Seen(blake3=self.digests[name], size=len(data)) for name, data in self.present.items()}
 
     def record(self, name: str, struct: type[T]) -> T | None:
         """The journal file ``name`` decoded as ``struct`` (canonical bytes

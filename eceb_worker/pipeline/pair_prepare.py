@@ -31,6 +31,7 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
 from eceb_worker.families.paired.benchmark import estimate_tokens
+from eceb_worker.families.paired.bound_files import BoundFile, SinceFrozen
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems, cue_problems, pair_directory_name
 from eceb_worker.families.paired.preflight import budget_problems, read_task
 from eceb_worker.families.paired.prompts import codex_argv
@@ -51,7 +52,7 @@ from eceb_worker.io.bundles import write_new_directory
 from eceb_worker.io.executables import identify_executable
 from eceb_worker.io.files import read_input
 from eceb_worker.io.ledger import Ledger
-from eceb_worker.pipeline.experiment import Experiment, read_record, utc_now
+from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record, utc_now
 from eceb_worker.pipeline.pair_checks import repository_change
 
 __all__ = ["COSTS", "Prepared", "default_position", "prepare_pair", "verified_bytes"]
@@ -103,20 +104,9 @@ def verified_bytes(path: Path, frozen: FileDigest, problems: list[Problem]) -> b
     """The bytes of ``path``, or ``None`` with a problem appended when it
     cannot be read or differs from ``frozen`` (digest or size): a file
     changed since the freeze is never used."""
-    try:
-        data = read_input(path)
-    except InputError as exc:
-        problems += exc.problems
-        return None
-    digest = digest_bytes(data)
-    if digest != frozen.blake3 or len(data) != frozen.size:
-        message = (
-            f"changed since the freeze: BLAKE3 {digest} ({len(data)} bytes), "
-            f"frozen {frozen.blake3} ({frozen.size} bytes); freeze again into a new directory"
-        )
-        problems.append(Problem(file=str(path), message=message))
-        return None
-    return data
+    data, found = check_bound_files([BoundFile(file=frozen, location=str(path))], SinceFrozen())
+    problems += found
+    return None if found else data[str(path)]
 
 
 class _Inputs(msgspec.Struct, frozen=True, kw_only=True):

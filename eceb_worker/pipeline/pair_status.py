@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from eceb_worker.errors import InputError, Problem
+from eceb_worker.families.paired.bound_files import BoundFile, SinceBound
 from eceb_worker.families.paired.journal import Attempt
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
 from eceb_worker.families.paired.schedule import Arm
@@ -26,7 +27,7 @@ from eceb_worker.families.paired.status import (
 from eceb_worker.families.paired.transport import read_transport
 from eceb_worker.io.files import read_input
 from eceb_worker.io.ledger import Ledger, LedgerEntry
-from eceb_worker.pipeline.experiment import Experiment, file_digest, read_record
+from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record
 from eceb_worker.pipeline.pair_approvals import continuation_problem
 from eceb_worker.pipeline.pair_checks import attempt_id_of
 
@@ -59,14 +60,9 @@ def _recorded(attempt: Path, attempt_id: str, entry: LedgerEntry | None, inconsi
         return None
     if record.attempt_id != attempt_id:
         inconsistent.append(f"{where}: records attempt {record.attempt_id}, not {attempt_id}")
-    for bound in record.files:
-        try:
-            actual = file_digest(attempt / bound.path, bound.path)
-        except InputError:
-            inconsistent.append(f"{attempt / bound.path}: missing, though attempt.json binds it")
-            continue
-        if (actual.blake3, actual.size) != (bound.blake3, bound.size):
-            inconsistent.append(f"{attempt / bound.path}: changed since attempt.json bound it")
+    bound = [BoundFile(file=file, location=str(attempt / file.path)) for file in record.files]
+    _, problems = check_bound_files(bound, SinceBound("attempt.json"))
+    inconsistent += [str(problem) for problem in problems]
     if entry is None:
         inconsistent.append(f"{where}: the ledger holds no start of {attempt_id}")
     elif entry.outcome != record.status.value:

@@ -320,7 +320,7 @@ def test_a_misspelled_corpus_prefix_is_refused_before_a_job_exists(
 def test_a_step_still_running_never_undoes_a_cancel(redis_server: RedisServer) -> None:
     import redis
 
-    from eceb_worker.cluster.state import JobStore
+    from eceb_worker.cluster.state import JobStore, Phase
 
     store = JobStore(redis.Redis.from_url(redis_server.url()))
     job_id = uuid.uuid4().hex
@@ -333,8 +333,8 @@ def test_a_step_still_running_never_undoes_a_cancel(redis_server: RedisServer) -
     assert not store.fail(job_id, ErrorKind.INTERNAL, "too late")
     state = store.get(job_id)
     assert state is not None
-    assert state["phase"] == "cancelled"
-    assert "rehash_total" not in state and "error" not in state
+    assert state.phase is Phase.CANCELLED
+    assert state.rehash_total is None and state.error is None
     store.client.close()
 
 
@@ -518,3 +518,69 @@ def test_restricted_text_and_secrets_reach_no_message_key_or_log(
     local = tmp_path / "report.json"
     assert dist(redis_server, s3_server, "result", job_id, "-o", str(local)).returncode == exit_codes.TASKS_FAILED
     assert local.read_bytes() == expected_report
+
+
+def test_a_job_state_corrupted_in_redis_is_a_storage_error_never_internal(
+    redis_server: RedisServer, s3_server: S3Server
+) -> None:
+    from eceb_worker.cluster.state import JobStore
+
+    client = redis_server.client(db=6)  # a database of its own: other tests list their jobs
+    job_id = uuid.uuid4().hex
+    JobStore(client).create(job_id, phase="evaluating", kind="evaluate", rehash_total="twelve", out="s3://b/r.json")
+    expected = (
+        f"error: storage: the state of job {job_id} in the result backend (eceb:job:{job_id}) is malformed: "
+        "field 'rehash_total' is not an integer\n"
+    )
+    try:
+        for words in (
+            ("status", job_id),
+            ("status", "--json", job_id),
+            ("wait", job_id),
+            ("result", job_id),
+            ("jobs",),
+        ):
+            result = dist(redis_server, s3_server, *words, broker_url=redis_server.url(db=6))
+            assert result.returncode == exit_codes.STORAGE, (words, result.stderr)
+            assert (result.stdout, result.stderr) == ("", expected), words
+    finally:
+        client.flushdb()
+        client.close()
+
+
+def test_one_submit_makes_one_celery_application(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from celery import Celery
+
+    import eceb_cli.cluster_commands as commands
+    import eceb_worker.cluster.app as app_module
+    from eceb_cli.submission import evaluation_message
+    from eceb_worker.cluster.state import JobStore, Phase
+
+    made: list[object] = []
+    original = Celery.__init__
+
+    def counted(self: Celery, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Celery, "__init__", counted)
+    monkeypatch.setattr(commands, "check_submission", lambda message: None)  # reads no input here
+    app_module.worker_app.cache_clear()
+    url = redis_server.url(db=7)  # away from the workers of the other tests
+    message = evaluation_message(
+        "s3://b/benchmark.json", "s3://b/run.json", corpus="s3://b/corpus", out="s3://b/report.json", endpoint_url=None
+    )
+    cluster = commands.submit_job(message, url, None)
+    try:
+        assert len(made) == 1 and cluster.app is made[0]
+        assert app_module.worker_app.cache_info().currsize == 0  # importing the module made none
+        assert capsys.readouterr().out == f"{message.job_id}\n"
+        state = JobStore.of(cluster.app).get(message.job_id)
+        assert state is not None and state.phase is Phase.QUEUED and state.coordinator
+    finally:
+        cluster.app.close()
+        client = redis_server.client(db=7)
+        client.flushdb()
+        client.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from eceb_cli import exit_codes
-from eceb_worker.cluster.state import TERMINAL_PHASES, JobStore
+from eceb_worker.cluster.state import JobStore, Phase
 from eceb_worker.cluster.steps import Bounds
 from tests.support.dist_support import dist, embedded_report, seeded_bucket
 from tests.support.faults import (
@@ -249,12 +249,12 @@ def _shards_done(server: RedisServer, job_id: str) -> int:
     """How many shards of job ``job_id`` are done (the job ended: all of them)."""
     client = server.client()
     try:
-        state = JobStore(client).get(job_id) or {}
+        state = JobStore(client).get(job_id)
     finally:
         client.close()
-    if state.get("phase") in TERMINAL_PHASES:
+    if state is None or state.phase.ended:
         return SHARDS
-    return int(state.get("rehash_done") or 0) + int(state.get("eval_done") or 0)
+    return state.rehash_done + state.eval_done
 
 
 def _wrote_the_report_counting_each_shard_once(
@@ -267,9 +267,10 @@ def _wrote_the_report_counting_each_shard_once(
     assert s3_server.client().get_object(Bucket=bucket, Key=key)["Body"].read() == expected_report
     client = server.client()
     try:
-        state = JobStore(client).get(job_id) or {}
+        state = JobStore(client).get(job_id)
         failures = JobStore(client).failures(job_id)
     finally:
         client.close()
-    assert (state.get("phase"), state.get("rehash_done"), state.get("eval_done")) == ("done", "12", "15"), state
+    assert state is not None
+    assert (state.phase, state.rehash_done, state.eval_done) == (Phase.DONE, 12, 15), state
     assert not failures

@@ -20,7 +20,7 @@ import redis
 
 from eceb_cli import exit_codes
 from eceb_worker.cluster.state import JobStore
-from eceb_worker.errors import InputError, Problem
+from eceb_worker.errors import InputError
 from eceb_worker.io.objects import ObjectStore
 from eceb_worker.pipeline.inputs import check_inputs
 from tests.support.dist_support import SEED, WAIT_S, dist, embedded_report, submit, upload_seed
@@ -103,7 +103,8 @@ def test_findings_of_a_shuffled_registry_come_in_corpus_root_order(
     state = JobStore(client).get(job_id)
     client.close()
     assert state is not None
-    distributed = json.loads(state["verification"])
+    assert state.verification_json is not None
+    distributed = json.loads(state.verification_json)
     # The same corpus verified in-process against the registry as eceb writes it.
     verified = subprocess.run(
         [
@@ -154,7 +155,8 @@ def test_registry_problems_are_those_eceb_evaluate_finds(
         msgspec.structs.replace(problem, file=registry_url) if problem.file.endswith("registry.jsonl") else problem
         for problem in local.value.problems
     ]
-    found = msgspec.json.decode(state["problems"], type=list[Problem])
+    assert state.problems is not None
+    found = list(state.problems)
     assert found == expected
     assert [p.file for p in found] == [registry_url] * len(found)
     assert any("duplicate artifact_id" in p.message for p in found)

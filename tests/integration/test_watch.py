@@ -139,9 +139,10 @@ def test_a_step_published_again_up_to_the_bound_fails_its_job_naming_it(client: 
     assert work.take(job_id, step, "w1") is not None
     client.delete(work.key(job_id, f"lease:{step}"))
     assert watch_job(work, JobStore(client), lambda record: None, job_id, set) == []
-    state = JobStore(client).get(job_id) or {}
-    assert state["phase"] == Phase.FAILED.value
-    assert state["error"] == (
+    state = JobStore(client).get(job_id)
+    assert state is not None
+    assert state.phase is Phase.FAILED
+    assert state.error == (
         f"re-hash shard 0 was published {BOUNDS.republish_limit + 1} times and never finished (revoked, or "
         "lost with its worker each time); submit the job again"
     )

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from eceb_worker.cluster.state import Phase, decode_job
 from eceb_worker.cluster.views import (
     JobStatus,
     age_text,
@@ -24,18 +25,25 @@ from eceb_worker.cluster.views import (
 )
 from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
+from eceb_worker.errors import StorageError
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateTask,
     HashTask,
     JobInputs,
+    JobKind,
     JobMessage,
     RehashTask,
     with_endpoint,
 )
 
 CREATED = 1_738_288_800  # 2025-01-31T02:00:00Z
+VERIFICATION = (
+    '{"schema":"symgliph.eceb/verification-v0.1","corpus_root":"' + "0" * 64 + '","source":"s3://c/p",'
+    '"artifact_count":1,"verified_count":1,"bytes_hashed":5,"findings":[]}'
+)
+"""A verification report as a finished verification records it."""
 
 
 def test_rfc3339_is_utc_with_z() -> None:
@@ -71,7 +79,7 @@ def test_progress_is_done_of_planned() -> None:
 
 def test_a_running_job_has_run_since_it_was_submitted() -> None:
     state = {"phase": "verifying", "kind": "verify", "created": str(CREATED), "rehash_total": "12", "rehash_done": "5"}
-    summary = job_summary("a" * 32, state, CREATED + 187)
+    summary = job_summary(decode_job("a" * 32, state), CREATED + 187)
     assert summary.started_at == "2025-01-31T02:00:00Z" and summary.ended_at is None
     assert (summary.age_s, summary.elapsed_s) == (187, 187)
     assert (summary.shards_done, summary.shards_total) == (5, 12)
@@ -92,7 +100,7 @@ def test_an_ended_job_stopped_its_clock() -> None:
         "out": "s3://b/report.json",
         "report_digest": "d" * 64,
     }
-    status = job_status("b" * 32, state, [], CREATED + 3600)
+    status = job_status(decode_job("b" * 32, state), [], CREATED + 3600)
     assert (status.age_s, status.elapsed_s) == (3600, 42)
     assert status.ended_at == "2025-01-31T02:00:42Z"
     assert (status.passing_tasks, status.total_tasks, status.verified) == (7, 13, None)
@@ -100,7 +108,7 @@ def test_an_ended_job_stopped_its_clock() -> None:
     decoded = msgspec.json.decode(msgspec.json.encode(status), type=JobStatus)
     assert decoded == status
     # A state written before ``ended`` was recorded: its last change counts.
-    older = job_summary("b" * 32, {k: v for k, v in state.items() if k != "ended"}, CREATED + 3600)
+    older = job_summary(decode_job("b" * 32, {k: v for k, v in state.items() if k != "ended"}), CREATED + 3600)
     assert older.elapsed_s == 50
 
 
@@ -115,7 +123,7 @@ def test_a_failed_job_shows_why_and_what_failed() -> None:
         "verified": "0",
         "rehash_total": "2",
     }
-    status = job_status("c" * 32, state, ["re-hash shard 1: boom"], CREATED + 10)
+    status = job_status(decode_job("c" * 32, state), ["re-hash shard 1: boom"], CREATED + 10)
     assert (status.error_kind, status.error, status.failures) == (
         "storage",
         "cannot reach the endpoint",
@@ -125,25 +133,37 @@ def test_a_failed_job_shows_why_and_what_failed() -> None:
 
 
 def test_a_state_without_times_shows_none() -> None:
-    summary = job_summary("d" * 32, {"phase": "queued"}, CREATED)
+    summary = job_summary(decode_job("d" * 32, {"phase": "queued"}), CREATED)
     assert (summary.started_at, summary.age_s, summary.elapsed_s) == (None, None, None)
     assert summary.kind == "evaluate"
 
 
 def test_the_jobs_table_lines_up_its_columns_in_the_order_given() -> None:
     newer = job_summary(
-        "e" * 32,
-        {
-            "phase": "evaluating",
-            "created": str(CREATED + 60),
-            "rehash_total": "1",
-            "rehash_done": "1",
-            "eval_total": "2",
-        },
+        decode_job(
+            "e" * 32,
+            {
+                "phase": "evaluating",
+                "created": str(CREATED + 60),
+                "rehash_total": "1",
+                "rehash_done": "1",
+                "eval_total": "2",
+            },
+        ),
         CREATED + 125,
     )
     older = job_summary(
-        "f" * 32, {"phase": "done", "kind": "verify", "created": str(CREATED), "ended": str(CREATED + 5)}, CREATED + 125
+        decode_job(
+            "f" * 32,
+            {
+                "phase": "done",
+                "kind": "verify",
+                "created": str(CREATED),
+                "ended": str(CREATED + 5),
+                "verification": VERIFICATION,
+            },
+        ),
+        CREATED + 125,
     )
     lines = jobs_lines([newer, older])
     assert lines[0].split() == ["JOB", "KIND", "PHASE", "AGE", "SHARDS"]
@@ -239,3 +259,60 @@ def test_waiting_lines_name_each_step_and_say_when_no_worker_lives() -> None:
         "the reduce of the evaluation",
         "evaluation shard 3",
     ]
+
+
+def test_a_record_is_decoded_once_into_typed_fields() -> None:
+    problems = '[{"file":"s3://b/run.json","record":"line 2","field":"model","message":"unknown model"}]'
+    record = decode_job(
+        "1" * 32,
+        {
+            "phase": "failed",
+            "kind": "verify",
+            "created": str(CREATED),
+            "rehash_done": "3",
+            "rehash_total": "4",
+            "verified": "1",
+            "error_kind": "input",
+            "error": "bad input",
+            "problems": problems,
+            "verification": VERIFICATION,
+            "coordinator": "task-1",
+            "added_by_a_later_version": "ignored",
+        },
+    )
+    assert (record.phase, record.kind, record.is_verification) == (Phase.FAILED, JobKind.VERIFY, True)
+    assert (record.created, record.rehash_done, record.rehash_total, record.eval_total) == (CREATED, 3, 4, None)
+    assert record.shards == (3, 4) and record.verified is True and record.coordinator == "task-1"
+    assert record.problems is not None and [p.field for p in record.problems] == ["model"]
+    assert record.verification is not None and record.verification.ok
+    assert record.verification_json == VERIFICATION  # the bytes recorded, kept for `eceb-dist result`
+    # Fields left out take their defaults; an empty JSON field counts as none.
+    bare = decode_job("2" * 32, {"phase": "queued", "problems": "", "verification": ""})
+    assert (bare.kind, bare.out, bare.rehash_done, bare.problems, bare.verification) == (
+        JobKind.EVALUATE,
+        "",
+        0,
+        None,
+        None,
+    )
+
+
+def test_a_malformed_record_is_a_storage_error_naming_the_job_and_every_field() -> None:
+    secret = "s3cr3t-value"
+    fields = {
+        "phase": f"sleeping-{secret}",
+        "kind": f"dance-{secret}",
+        "rehash_total": f"12{secret}",
+        "verified": "yes",
+        "problems": f"[{secret}",
+        "verification": "{}",
+    }
+    with pytest.raises(StorageError) as caught:
+        decode_job("3" * 32, fields)
+    text = str(caught.value)
+    assert text.startswith(f"the state of job {'3' * 32} in the result backend (eceb:job:{'3' * 32}) is malformed: ")
+    for name in ("'phase'", "'kind'", "'rehash_total'", "'verified'", "'problems'", "'verification'"):
+        assert f"field {name}" in text
+    assert secret not in text  # the values are never repeated
+    with pytest.raises(StorageError, match="field 'verification' is missing"):
+        decode_job("4" * 32, {"phase": "done", "kind": "verify"})

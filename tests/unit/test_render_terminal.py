@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eceb_cli import console, dist_views
+from eceb_worker.cluster.job_record import JobRecord, decode_job
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.comparison import Thresholds, compare_reports
 from eceb_worker.families.eceb.verdicts import Assertion
@@ -139,8 +140,8 @@ def test_error_reports_escape_what_an_input_holds(capsys: pytest.CaptureFixture[
 
 
 class _Store:
-    def get(self, _job_id: str) -> dict[str, str]:
-        return {"phase": "failed", "error_kind": "input", "error": f"task {HOSTILE} broke"}
+    def get(self, job_id: str) -> JobRecord:
+        return decode_job(job_id, {"phase": "failed", "error_kind": "input", "error": f"task {HOSTILE} broke"})
 
     def failures(self, _job_id: str) -> list[str]:
         return [f"shard 1: task {HOSTILE}"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from eceb_worker.families.paired.bound_files import BoundFile, Seen, SinceBound, bound_file_problems
 from eceb_worker.families.paired.journal import Attempt, AttemptStart, AttemptStatus, Invocation, Request
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, option_value
 from eceb_worker.families.paired.records import ArmCommand, Freeze, Manifest
@@ -199,20 +200,18 @@ def invocation_problems(
 def start_problems(start: AttemptStart, *, attempt_id: str, digests: Mapping[str, str], fingerprint: str) -> list[str]:
     """Every way ``attempt-start.json`` does not bind this attempt's
     request and invocation (``digests``: journal file name -> BLAKE3 of its
-    bytes now), the files it bound, and the repository at its frozen
-    ``fingerprint``."""
+    bytes now), the files it bound (by digest:
+    :func:`~eceb_worker.families.paired.bound_files.bound_file_problems`),
+    and the repository at its frozen ``fingerprint``."""
     problems = []
     if start.attempt_id != attempt_id:
         problems.append(f"attempt-start.json attempt_id: {start.attempt_id!r}, not {attempt_id!r}")
     for field, name in (("request", "request.json"), ("invocation", "invocation.json")):
         if getattr(start, field) != digests.get(name):
             problems.append(f"attempt-start.json {field}: not the BLAKE3 of {name}")
-    for bound in start.files:
-        now = digests.get(bound.path)
-        if now is None:
-            problems.append(f"{bound.path}: missing, though attempt-start.json binds it")
-        elif now != bound.blake3:
-            problems.append(f"{bound.path}: changed since attempt-start.json bound it")
+    bound = [BoundFile(file=file, location=file.path) for file in start.files]
+    seen = {name: Seen(blake3=digest) for name, digest in digests.items()}
+    problems += [str(problem) for problem in bound_file_problems(bound, seen, SinceBound("attempt-start.json"))]
     if start.fingerprint_before != fingerprint:
         problems.append("attempt-start.json fingerprint_before: not the frozen repository's fingerprint")
     return problems
