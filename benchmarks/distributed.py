@@ -353,7 +353,6 @@ def run_job(run: ClusterRun, shard_bytes: int) -> Sample:
     """Submit one verification job (as ``eceb-dist verify`` does) and time it
     from submission until its state reaches ``done``."""
     from eceb_worker.corpus.storage import StorageSpec
-    from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
     from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
 
     message = JobMessage(
@@ -362,7 +361,6 @@ def run_job(run: ClusterRun, shard_bytes: int) -> Sample:
         inputs=JobInputs(registry=run.registry),
         corpus=StorageSpec(source=run.files),
         shard_bytes=shard_bytes,
-        shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
     store = run.cluster.store
     before = run.meter.read()

@@ -13,7 +13,7 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import location
-from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.console import endpoint
 from eceb_cli.conventions import is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.families.eceb.comparison import Thresholds, compare_reports, encode_comparison
@@ -103,7 +103,6 @@ def threshold_options(function: F) -> F:
 @output_option("Write the comparison here (atomically) instead of standard output.")
 @click.option("--endpoint-url", help="S3-compatible endpoint for s3:// reports (else ECEB_S3_ENDPOINT_URL).")
 @threshold_options
-@handle_errors
 def compare(
     old_path: str,
     new_path: str,

@@ -1,19 +1,19 @@
 """Terminal behaviour shared by the commands: error reports mapped to exit
-codes, progress bars, worker defaults, and the text writer (:func:`echo`):
-what an input holds is printed with its non-printable characters escaped
+codes (:func:`run_reported`, applied once, to every command, by the root
+groups: :class:`eceb_cli.streams.PipeSafeGroup`), progress bars, worker
+defaults, and the text writer (:func:`echo`): what an input holds is printed with its non-printable characters escaped
 (:func:`~eceb_worker.render.terminal.printable`), so that no id can move
 the cursor or rewrite a line.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 import click
 
@@ -21,6 +21,7 @@ from eceb_cli import exit_codes
 from eceb_cli.conventions import Stopped, is_quiet, is_verbose, stopped_line
 from eceb_worker.core.urls import check_no_credentials, redact_text
 from eceb_worker.errors import (
+    EcebError,
     ExecutionRefused,
     InputError,
     OutputError,
@@ -32,9 +33,9 @@ from eceb_worker.errors import (
 from eceb_worker.render.terminal import printable
 from eceb_worker.settings import read_setting
 
-__all__ = ["default_workers", "echo", "endpoint", "handle_errors", "progress", "report_input_error"]
+__all__ = ["default_workers", "echo", "endpoint", "progress", "report_input_error", "run_reported"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def echo(line: str, *, err: bool = False) -> None:
@@ -64,46 +65,70 @@ def _report_problems(problems: list[Problem], prefix: str, noun: str) -> None:
     click.echo(f"{count} {noun}{'s' if count != 1 else ''} found.", err=True)
 
 
-def handle_errors(command: F) -> F:
-    """Map eceb's exceptions to their documented exit codes (``exit_codes``)."""
+class _Wording(NamedTuple):
+    """How an error of eceb is reported on stderr: ``prefix: message``, or,
+    with a ``noun``, every one of its problems a line (``prefix: problem``)
+    then their count (``3 problems found.``)."""
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except InputError as exc:
-            report_input_error(exc)
-            sys.exit(exit_codes.for_error(exc))
-        except PublicationRefused as exc:
-            _report_problems(exc.problems, "refused", "reason")
-            sys.exit(exit_codes.for_error(exc))
-        except VerificationError as exc:
-            _error(f"error: {exc}")
-            sys.exit(exit_codes.for_error(exc))
-        except StorageError as exc:
-            _error(f"error: storage: {exc}")
-            sys.exit(exit_codes.for_error(exc))
-        except OutputError as exc:
-            _error(f"error: output: {exc}")
-            sys.exit(exit_codes.for_error(exc))
-        except ExecutionRefused as exc:
-            _error(f"error: refused: {exc}")
-            sys.exit(exit_codes.for_error(exc))
-        except KeyboardInterrupt:
-            click.echo(stopped_line(signal.SIGINT), err=True)
-            sys.exit(exit_codes.INTERRUPTED)
-        except Stopped as exc:
-            click.echo(stopped_line(exc.signum), err=True)
-            sys.exit(128 + exc.signum)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except Exception as exc:
+    prefix: str
+    noun: str = ""
+
+
+_WORDINGS: Final[dict[type[EcebError], _Wording]] = {
+    InputError: _Wording("error", "problem"),
+    PublicationRefused: _Wording("refused", "reason"),
+    VerificationError: _Wording("error"),
+    StorageError: _Wording("error: storage"),
+    OutputError: _Wording("error: output"),
+    ExecutionRefused: _Wording("error: refused"),
+}
+"""Each error of eceb a command can end with, and how it is reported; its
+exit code is :func:`exit_codes.for_error`'s. Any other exception is an
+internal error (exit 70)."""
+
+
+def _wording(error: BaseException) -> _Wording | None:
+    """The wording of ``error`` (of its nearest class in :data:`_WORDINGS`), if any."""
+    for kind in type(error).__mro__:
+        if kind in _WORDINGS:
+            return _WORDINGS[kind]
+    return None
+
+
+def run_reported(command: Callable[[], T]) -> T:
+    """Run ``command`` (a command line's work) and map what it raises to
+    its documented exit code (README, "Exit codes"), the error reported on
+    stderr (:data:`_WORDINGS`): a stop by signal exits ``128 + signum``,
+    click's own exceptions pass through, any other exception is an internal
+    error (exit 70; re-raised, with its traceback, under ``-v`` or
+    ``ECEB_DEBUG``).
+
+    Raises:
+        SystemExit: with the exit code of what ``command`` raised.
+    """
+    try:
+        return command()
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except KeyboardInterrupt:
+        click.echo(stopped_line(signal.SIGINT), err=True)
+        sys.exit(exit_codes.INTERRUPTED)
+    except Stopped as exc:
+        click.echo(stopped_line(exc.signum), err=True)
+        sys.exit(128 + exc.signum)
+    except Exception as exc:
+        wording = _wording(exc)
+        if wording is None or not isinstance(exc, EcebError):
             _error(f"internal error: {type(exc).__name__}: {exc} (please report this)")
             if _debug():
                 raise
             sys.exit(exit_codes.INTERNAL)
-
-    return wrapper  # type: ignore[return-value]
+        problems: list[Problem] | None = getattr(exc, "problems", None) if wording.noun else None
+        if problems is None:
+            _error(f"{wording.prefix}: {exc}")
+        else:
+            _report_problems(problems, wording.prefix, wording.noun)
+        sys.exit(exit_codes.for_error(exc))
 
 
 def _debug() -> bool:

@@ -33,9 +33,10 @@ __all__ = [
     "info",
     "is_quiet",
     "is_verbose",
-    "reset",
     "say",
     "stopped_line",
+    "verbosity_of",
+    "Verbosity",
 ]
 
 _STOPS: Final = (exit_codes.HANGUP, exit_codes.INTERRUPTED, exit_codes.TERMINATED)
@@ -140,25 +141,43 @@ _MEANINGS: Final[dict[str, dict[int, str]]] = {
 """Where a command gives a code a meaning of its own."""
 
 
-class _Verbosity:
-    """The process's verbosity: -1 quiet, 0 normal, 1 verbose (one command a process)."""
+class Verbosity:
+    """The verbosity of one command line, kept on its click context
+    (``ctx.meta``, shared by a command and its groups; :func:`verbosity_of`)
+    and set by ``-q``/``-v``: ``level`` -1 quiet, 0 normal, 1 verbose."""
 
-    level = 0
+    def __init__(self) -> None:
+        self.level = 0
 
 
-def reset() -> None:
-    """Back to normal verbosity (each command line starts there)."""
-    _Verbosity.level = 0
+_META_KEY: Final = "eceb_cli.verbosity"
+"""Where a command line's :class:`Verbosity` is kept in ``ctx.meta``."""
+
+
+def verbosity_of(ctx: click.Context) -> Verbosity:
+    """The :class:`Verbosity` of ``ctx``'s command line (made at the first
+    ask: each command line starts at normal verbosity)."""
+    held = ctx.meta.get(_META_KEY)
+    if not isinstance(held, Verbosity):
+        held = ctx.meta[_META_KEY] = Verbosity()
+    return held
+
+
+def _level() -> int:
+    """The current command line's verbosity level; normal (0) outside one
+    (a function called directly, not through the command line)."""
+    ctx = click.get_current_context(silent=True)
+    return 0 if ctx is None else verbosity_of(ctx).level
 
 
 def is_quiet() -> bool:
     """``-q`` was given."""
-    return _Verbosity.level < 0
+    return _level() < 0
 
 
 def is_verbose() -> bool:
     """``-v`` was given."""
-    return _Verbosity.level > 0
+    return _level() > 0
 
 
 def say(line: str) -> None:
@@ -228,9 +247,9 @@ def group_epilog(prefix: str) -> str:
 
 
 def _set_level(level: int) -> Any:
-    def callback(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         if value:
-            _Verbosity.level = level
+            verbosity_of(ctx).level = level
 
     return callback
 

@@ -11,7 +11,7 @@ import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
-from eceb_cli.console import default_workers, endpoint, handle_errors, progress
+from eceb_cli.console import default_workers, endpoint, progress
 from eceb_cli.conventions import ConventionalGroup, info, is_verbose, say
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
@@ -78,7 +78,6 @@ def corpus() -> None:
 @output_option("Registry file to write (atomically).", required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print what was registered as one JSON object (not with -o -).")
 @source_options
-@handle_errors
 def register(
     source: str,
     rules_path: Path,
@@ -146,7 +145,6 @@ def register(
 @corpus.command()
 @click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @click.option("--json", "as_json", is_flag=True, help="Print the corpus root and artifact count as one JSON object.")
-@handle_errors
 def root(registry_path: Path, as_json: bool) -> None:
     """Validate REGISTRY and print its corpus root (64 hex characters)."""
     registry = load_registry(registry_path)
@@ -178,7 +176,6 @@ def root(registry_path: Path, as_json: bool) -> None:
     help="The rules file REGISTRY was made with: files its exclude globs match are not unregistered.",
 )
 @source_options
-@handle_errors
 def verify(
     registry_path: Path,
     source: str,

@@ -18,7 +18,7 @@ import click
 from eceb_cli import exit_codes
 from eceb_cli.arguments import no_disclosure_check_option, seconds, uncertainty_option
 from eceb_cli.cluster_commands import cluster_options, connect, submit_job
-from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.console import endpoint
 from eceb_cli.conventions import group_epilog
 from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
 from eceb_cli.dist_worker import check_metrics_port, refuse_passwords, worker_environment, worker_settings
@@ -39,6 +39,7 @@ from eceb_worker.cluster.logs import LOG_FORMATS
 from eceb_worker.cluster.state import Phase
 from eceb_worker.core.urls import redact_url
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
+from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.pipeline.jobs import SCAN_COST
@@ -98,7 +99,6 @@ _CONCURRENCY = click.option(
 @_CONCURRENCY
 @_JSON
 @cluster_options
-@handle_errors
 def submit(
     benchmark: str,
     run: str,
@@ -126,10 +126,10 @@ def submit(
         out=out,
         endpoint_url=endpoint(endpoint_url),
         shard_bytes=shard_bytes,
-        shard_observations=shard_observations,
+        evaluation=EvaluationOptions.chosen(
+            disclosure_check=not no_disclosure_check, uncertainty=uncertainty, shard_observations=shard_observations
+        ),
         concurrency=concurrency,
-        disclosure_check=not no_disclosure_check,
-        uncertainty=uncertainty,
     )
     submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 
@@ -142,7 +142,6 @@ def submit(
 @_CONCURRENCY
 @_JSON
 @cluster_options
-@handle_errors
 def verify(
     registry: str,
     corpus: str,
@@ -173,7 +172,6 @@ def verify(
         corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
         out=object_argument(out, "--out") if out else "",
         shard_bytes=shard_bytes,
-        shard_observations=DEFAULT_SHARD_OBSERVATIONS,
     )
     submit_job(message, broker_url, result_backend, as_json=as_json, registry=registry)
 
@@ -183,7 +181,6 @@ def verify(
 @click.option("--watch", is_flag=True, help="Follow the job until it ends (progress bars on a terminal).")
 @_JSON
 @cluster_options
-@handle_errors
 def status(
     job_id: str,
     watch: bool,
@@ -212,7 +209,6 @@ def status(
 )
 @_JSON
 @cluster_options
-@handle_errors
 def jobs(
     limit: int, as_json: bool, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
 ) -> None:
@@ -229,7 +225,6 @@ def jobs(
 @click.argument("job_id", metavar="JOB")
 @click.option("--timeout", type=float, callback=seconds, help="Give up after this many seconds (exit 75).")
 @cluster_options
-@handle_errors
 def wait(
     job_id: str, timeout: float | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
 ) -> None:
@@ -261,7 +256,6 @@ def wait(
 @click.argument("job_id", metavar="JOB")
 @output_option("Write the report here (atomically; standard output without -o).")
 @cluster_options
-@handle_errors
 def result(
     job_id: str, output: Output | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
 ) -> None:
@@ -296,7 +290,6 @@ def result(
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @cluster_options
-@handle_errors
 def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endpoint_url: str | None) -> None:
     """Cancel a job: its remaining shards are skipped and no report is written."""
     cluster = connect(broker_url, result_backend)

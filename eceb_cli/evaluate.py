@@ -11,14 +11,14 @@ import msgspec
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location, no_disclosure_check_option, uncertainty_option
-from eceb_cli.console import endpoint, handle_errors, progress
+from eceb_cli.console import endpoint, progress
 from eceb_cli.conventions import info, is_quiet
 from eceb_cli.corpus import advance_by, print_findings, source_options
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import VerificationError
 from eceb_worker.executors import InProcessExecutor
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
+from eceb_worker.families.eceb.options import IN_PROCESS_EVALUATION, EvaluationOptions
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.io.locations import Locator
@@ -40,7 +40,6 @@ __all__ = ["evaluate", "validate"]
 @no_disclosure_check_option
 @uncertainty_option
 @source_options
-@handle_errors
 def evaluate(
     benchmark_path: str,
     run_path: str,
@@ -87,8 +86,11 @@ def evaluate(
                 executor=InProcessExecutor(workers),
                 shard_bytes=shard_bytes,
                 on_answer=advance_by(advance),
-                disclosure_check=DISCLOSURE_OFF if no_disclosure_check else DEFAULT_DISCLOSURE_CHECK,
-                uncertainty=uncertainty,
+                evaluation=EvaluationOptions.chosen(
+                    disclosure_check=not no_disclosure_check,
+                    uncertainty=uncertainty,
+                    shard_observations=IN_PROCESS_EVALUATION.shard_observations,
+                ),
             )
     except VerificationError as exc:
         print_findings(exc.report)  # type: ignore[arg-type]
@@ -117,7 +119,6 @@ def evaluate(
     help="For a run: also check it against this benchmark and its registry.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was found as one JSON object.")
-@handle_errors
 def validate(path: Path, benchmark_path: Path | None, as_json: bool) -> None:
     """Validate FILE: a registry, rules file, benchmark, run, report,
     verification report, publication manifest, sources or declarations file.

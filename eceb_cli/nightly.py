@@ -39,7 +39,7 @@ from eceb_cli import exit_codes
 from eceb_cli.arguments import seconds
 from eceb_cli.cluster_commands import cluster_options, submit_job
 from eceb_cli.compare import threshold_options
-from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.console import endpoint
 from eceb_cli.conventions import info, is_quiet, say
 from eceb_cli.outcomes import exit_for, result_bytes, wait_until_ended
 from eceb_cli.outputs import Output, output_option
@@ -97,7 +97,6 @@ def reports_prefix(value: str) -> str:
 )
 @threshold_options
 @cluster_options
-@handle_errors
 def nightly(
     benchmark: str,
     run: str,
@@ -209,7 +208,6 @@ def _keep(objects: ObjectStore, data: bytes, job_id: str, *urls: str) -> None:
     help="The nightly reports prefix (as `eceb-dist nightly --reports`).",
 )
 @click.option("--endpoint-url", help="S3-compatible endpoint (MinIO, Ceph, ...). Env: ECEB_S3_ENDPOINT_URL.")
-@handle_errors
 def accept_night(accepted: str, reports: str, endpoint_url: str | None) -> None:
     """Make a report the nightly baseline, PREFIX/baseline.json, the one the
     next nights are compared with: the report of the night JOB (a job id,

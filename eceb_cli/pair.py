@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from eceb_cli.console import handle_errors
 from eceb_cli.conventions import ConventionalGroup, is_quiet
 from eceb_cli.outputs import Output
 from eceb_cli.pair_run import run, status
@@ -13,7 +12,7 @@ from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, sto
 from eceb_cli.pair_summary import summary
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.schedule import plan as make_plan
-from eceb_worker.render.pairs import execution_lines, plan_lines
+from eceb_worker.render.paired.plan import execution_lines, plan_lines
 
 __all__ = ["pair"]
 
@@ -26,7 +25,6 @@ def pair() -> None:
 
 @pair.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as canonical JSON (schema pair-plan-v0.1).")
-@handle_errors
 def plan(as_json: bool) -> None:
     """Print the fixed counterbalanced schedule: the execution order, the
     cumulative execution counts and the order imbalance, counted from the

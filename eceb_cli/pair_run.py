@@ -10,15 +10,14 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
-from eceb_cli.console import handle_errors
 from eceb_cli.outputs import Output
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.outcome import signal_name
-from eceb_worker.io.provider import DeferredSignals
-from eceb_worker.pipeline.pair_approvals import BILLING_NOTICE
-from eceb_worker.pipeline.pair_run import run_pair
-from eceb_worker.pipeline.pair_status import experiment_status
-from eceb_worker.render.pair_status import status_lines
+from eceb_worker.io.paired.provider import DeferredSignals
+from eceb_worker.pipeline.paired.approvals import BILLING_NOTICE
+from eceb_worker.pipeline.paired.run import run_pair
+from eceb_worker.pipeline.paired.status import experiment_status
+from eceb_worker.render.paired.status import status_lines
 
 __all__ = ["run", "status"]
 
@@ -33,7 +32,6 @@ def _err(line: str) -> None:
 
 @click.command()
 @click.argument("pair_directory", metavar="PAIRDIR", type=click.Path(path_type=Path, file_okay=False))
-@handle_errors
 def run(pair_directory: Path) -> None:
     """Run the pair prepared in PAIRDIR: its arms in order, each at most once.
 
@@ -58,7 +56,6 @@ def run(pair_directory: Path) -> None:
 @click.command()
 @click.argument("experiment", metavar="EXPERIMENT", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as canonical JSON (schema pair-status-v0.1).")
-@handle_errors
 def status(experiment: Path, as_json: bool) -> None:
     """Show every pair directory and attempt of the experiment EXP: each
     attempt's status or "incomplete journal", the ledger's executions, the

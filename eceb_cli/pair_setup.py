@@ -13,11 +13,10 @@ from pathlib import Path
 import click
 import msgspec
 
-from eceb_cli.console import handle_errors
 from eceb_worker.families.paired.records import Freeze, ObservedSupport
-from eceb_worker.pipeline.pair_approvals import BILLING_NOTICE, approve_continuation, authorize, stop_spending
-from eceb_worker.pipeline.pair_freeze import freeze_experiment
-from eceb_worker.pipeline.pair_prepare import prepare_pair
+from eceb_worker.pipeline.paired.approvals import BILLING_NOTICE, approve_continuation, authorize, stop_spending
+from eceb_worker.pipeline.paired.freeze import freeze_experiment
+from eceb_worker.pipeline.paired.prepare import prepare_pair
 
 __all__ = ["approve", "authorize_command", "freeze", "prepare", "stop"]
 
@@ -101,7 +100,6 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print what was wri
     "output fields it shows are recorded as observed (a synthetic stream shows none).",
 )
 @_JSON
-@handle_errors
 def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path | None, as_json: bool) -> None:
     """Freeze the preflight record of BENCHMARK over the repository into
     INTO/freeze.json: every item of the seed's paid experiment preflight
@@ -145,7 +143,6 @@ def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path 
     metavar="DIGEST",
     help="The freeze digest you reviewed (eceb pair freeze printed it); another freeze is refused.",
 )
-@handle_errors
 def authorize_command(experiment: Path, approver: str, executions: int | None, freeze_digest: str | None) -> None:
     """Record G3: a person's authorization of paid execution, bound to the
     freeze digest (EXPERIMENT/authorization.json), and create the execution
@@ -167,7 +164,6 @@ def authorize_command(experiment: Path, approver: str, executions: int | None, f
     callback=_not_blank("an approval needs an approver (a person)"),
     help="Who approves continuing after the pilot (a person).",
 )
-@handle_errors
 def approve(experiment: Path, approver: str) -> None:
     """Record a person's approval to continue after the pilot pair
     (EXPERIMENT/continuation.json, and the ledger), bound to the freeze and
@@ -188,7 +184,6 @@ def approve(experiment: Path, approver: str) -> None:
 @click.option(
     "--reason", required=True, callback=_not_blank("a stop needs a reason"), help="Why spending stops (recorded)."
 )
-@handle_errors
 def stop(experiment: Path, reason: str) -> None:
     """Record a spending stop in the experiment's ledger: no execution starts after it."""
     stop_spending(experiment, reason)
@@ -211,7 +206,6 @@ def stop(experiment: Path, reason: str) -> None:
     help="Prepare another directory for a pair that already has one (a pair runs once, from one of them).",
 )
 @_JSON
-@handle_errors
 def prepare(experiment: Path, position: int | None, again: bool, as_json: bool) -> None:
     """Prepare one pair in a new, unique EXPERIMENT/task-pair-* directory:
     the frozen inputs re-checked and retained, both arms' contexts (A: the

@@ -13,14 +13,13 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
-from eceb_cli.console import handle_errors
 from eceb_cli.conventions import is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.errors import OutputError
 from eceb_worker.io.files import path_inside
-from eceb_worker.pipeline.pair_summary import pair_directories, summarize_pairs
-from eceb_worker.render.pair_summary import csv_rows, summary_lines, verdict_line
+from eceb_worker.pipeline.paired.summary import pair_directories, summarize_pairs
+from eceb_worker.render.paired.summary import csv_rows, summary_lines, verdict_line
 
 __all__ = ["summary"]
 
@@ -71,7 +70,6 @@ def _check_outputs(outputs: list[Output], inputs: list[Path], assessments: tuple
 )
 @output_option("Write the summary as canonical JSON (schema pair-summary-v0.1) here, atomically.")
 @output_option("Write the pairs as CSV here, atomically.", names=("--csv", "csv_output"))
-@handle_errors
 def summary(
     directories: tuple[Path, ...],
     assessments: tuple[Path, ...],

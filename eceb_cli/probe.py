@@ -24,7 +24,6 @@ import click
 
 from eceb_cli.arguments import seconds
 from eceb_cli.cluster_commands import cluster_options, connect
-from eceb_cli.console import handle_errors
 from eceb_cli.conventions import say
 from eceb_worker.errors import StorageError
 
@@ -89,7 +88,6 @@ def _not_ready(reason: str) -> NoReturn:
     help="Seconds to wait for the worker's answer (at most 86400).",
 )
 @cluster_options
-@handle_errors
 def probe(
     node: str | None,
     timeout: float,

@@ -9,7 +9,7 @@ from typing import get_args
 import click
 
 from eceb_cli.arguments import local_path, location
-from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.console import endpoint
 from eceb_cli.conventions import info, say
 from eceb_cli.corpus import print_findings, source_options
 from eceb_worker.core.canonical import canonical_json
@@ -60,7 +60,6 @@ def _files(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) 
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as one JSON object.")
 @source_options
-@handle_errors
 def publish(
     inputs: tuple[Path, ...],
     output: Path | None,

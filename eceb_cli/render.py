@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from eceb_cli.arguments import location
-from eceb_cli.console import endpoint, handle_errors
+from eceb_cli.console import endpoint
 from eceb_cli.conventions import detail, info
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.families.eceb.report import Report
@@ -40,7 +40,6 @@ __all__ = ["render"]
     is_flag=True,
     help="With two reports: compare reports of different task roots or corpus roots.",
 )
-@handle_errors
 def render(
     report_path: str,
     new_path: str | None,

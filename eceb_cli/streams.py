@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.console import run_reported
 from eceb_cli.conventions import ConventionalGroup, Stopped, stopped_line
-from eceb_cli.conventions import reset as reset_verbosity
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -137,7 +137,8 @@ class PipeSafeGroup(ConventionalGroup):
     """A top-level click group whose standard streams are guarded
     (:func:`guard_standard_streams`) before anything is printed, help and
     version included; whose commands keep the conventions
-    (:mod:`eceb_cli.conventions`); and where SIGTERM and SIGHUP unwind as
+    (:mod:`eceb_cli.conventions`), what they raise mapped to exit codes
+    (:func:`~eceb_cli.console.run_reported`, here for every command); and where SIGTERM and SIGHUP unwind as
     Ctrl-C does (:class:`~eceb_cli.conventions.Stopped`), so temporary files
     are removed."""
 
@@ -146,7 +147,6 @@ class PipeSafeGroup(ConventionalGroup):
         does; exit 6 when standard output could not be written (see the
         module)."""
         guard_standard_streams()
-        reset_verbosity()
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGHUP, _stop)
         try:
@@ -160,6 +160,11 @@ class PipeSafeGroup(ConventionalGroup):
             raise
         _check_standard_output(0)
         return result
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command line's command, what it raises reported and
+        mapped to its exit code (:func:`~eceb_cli.console.run_reported`)."""
+        return run_reported(lambda: super(PipeSafeGroup, self).invoke(ctx))
 
 
 def _stop(signum: int, _frame: object) -> None:

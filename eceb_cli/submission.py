@@ -15,8 +15,7 @@ import msgspec
 
 from eceb_worker.corpus.planning import DEFAULT_TASK_BYTES
 from eceb_worker.errors import InputError, Problem
-from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
-from eceb_worker.families.eceb.uncertainty import UncertaintyMode
+from eceb_worker.families.eceb.options import DEFAULT_EVALUATION, EvaluationOptions
 
 if TYPE_CHECKING:
     from eceb_worker.io.objects import ObjectStore
@@ -86,23 +85,19 @@ def evaluation_message(
     out: str,
     endpoint_url: str | None,
     shard_bytes: int = DEFAULT_TASK_BYTES,
-    shard_observations: int = DEFAULT_SHARD_OBSERVATIONS,
+    evaluation: EvaluationOptions = DEFAULT_EVALUATION,
     concurrency: int = DEFAULT_CONCURRENCY,
     job_id: str | None = None,
-    disclosure_check: bool = True,
-    uncertainty: UncertaintyMode = "bootstrap",
 ) -> JobMessage:
     """The message of the job evaluating ``run`` against ``benchmark`` (both
     ``s3://bucket/key``) on the corpus ``corpus``, its report written to
     ``out``, its objects read through ``endpoint_url``; ``shard_bytes``
-    (bytes-equivalent) and ``shard_observations`` cut its shards;
-    ``uncertainty`` asks for the savings intervals or not. ``job_id``
-    is a new random one unless given; ``disclosure_check`` False turns the
-    disclosure check off (ECEB-0.1 §17). Each location is checked first
-    (:func:`object_argument`, :func:`corpus_argument`: a usage error naming
-    the argument)."""
+    (bytes-equivalent) cuts its re-hash shards, ``evaluation`` holds the
+    options of the command line (its evaluation shards, uncertainty §16,
+    disclosure check §17). ``job_id`` is a new random one unless given.
+    Each location is checked first (:func:`object_argument`,
+    :func:`corpus_argument`: a usage error naming the argument)."""
     from eceb_worker.corpus.storage import StorageSpec
-    from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
     from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
 
     return JobMessage(
@@ -116,9 +111,7 @@ def evaluation_message(
         corpus=StorageSpec(source=corpus_argument(corpus), endpoint_url=endpoint_url, concurrency=concurrency),
         out=object_argument(out, "--out"),
         shard_bytes=shard_bytes,
-        shard_observations=shard_observations,
-        disclosure_check=DEFAULT_DISCLOSURE_CHECK if disclosure_check else DISCLOSURE_OFF,
-        uncertainty=uncertainty,
+        evaluation=evaluation,
     )
 
 

@@ -122,7 +122,7 @@ class OutputError(EcebError):
 
 class ExecutionRefused(EcebError):
     """A paid execution of the paired benchmark may not start (its ledger,
-    :mod:`eceb_worker.io.ledger`, says why): nothing was spawned."""
+    :mod:`eceb_worker.io.paired.ledger`, says why): nothing was spawned."""
 
 
 class PublicationRefused(EcebError):

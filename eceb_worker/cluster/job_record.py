@@ -142,6 +142,20 @@ def decode_job(job_id: str, fields: Mapping[str, str]) -> JobRecord:
     its report."""
     bad: list[str] = []
     values: dict[str, Any] = {"job_id": job_id}
+    _read_enums(fields, values, bad)
+    values.update((name, fields[name]) for name in (*_TEXTS, *_OPTIONAL_TEXTS) if name in fields)
+    _read_integers(fields, values, bad)
+    _read_documents(fields, values, bad)
+    if bad:
+        raise StorageError(
+            f"the state of job {job_id} in the result backend ({job_key(job_id)}) is malformed: "
+            + "; ".join(f"field {text}" for text in bad)
+        )
+    return JobRecord(**values)
+
+
+def _read_enums(fields: Mapping[str, str], values: dict[str, Any], bad: list[str]) -> None:
+    """``phase`` (always) and ``kind`` (when present) into ``values``, or why not into ``bad``."""
     try:
         values["phase"] = Phase(fields.get("phase", ""))
     except ValueError:
@@ -151,18 +165,23 @@ def decode_job(job_id: str, fields: Mapping[str, str]) -> JobRecord:
             values["kind"] = JobKind(fields["kind"])
         except ValueError:
             bad.append("'kind' is not a kind of job")
-    values.update((name, fields[name]) for name in (*_TEXTS, *_OPTIONAL_TEXTS) if name in fields)
-    for name in _INTEGERS:
-        if name in fields:
-            if _INTEGER.fullmatch(fields[name]):
-                values[name] = int(fields[name])
-            else:
-                bad.append(f"{name!r} is not an integer")
-    if "verified" in fields:
-        if _INTEGER.fullmatch(fields["verified"]):
-            values["verified"] = int(fields["verified"]) == 1
+
+
+def _read_integers(fields: Mapping[str, str], values: dict[str, Any], bad: list[str]) -> None:
+    """The counts and times, and ``verified`` (``1`` true), into ``values``, or why not into ``bad``."""
+    for name in (*_INTEGERS, "verified"):
+        if name not in fields:
+            continue
+        if not _INTEGER.fullmatch(fields[name]):
+            bad.append(f"{name!r} is not an integer")
+        elif name == "verified":
+            values[name] = int(fields[name]) == 1
         else:
-            bad.append("'verified' is not an integer")
+            values[name] = int(fields[name])
+
+
+def _read_documents(fields: Mapping[str, str], values: dict[str, Any], bad: list[str]) -> None:
+    """``problems`` and ``verification`` (JSON) into ``values``, or why not into ``bad``."""
     if fields.get("problems"):
         try:
             values["problems"] = tuple(msgspec.json.decode(fields["problems"], type=list[Problem]))
@@ -176,9 +195,3 @@ def decode_job(job_id: str, fields: Mapping[str, str]) -> JobRecord:
             bad.append("'verification' is not a verification report")
     elif values.get("phase") is Phase.DONE and values.get("kind") is JobKind.VERIFY:
         bad.append("'verification' is missing (a finished verification records its report)")
-    if bad:
-        raise StorageError(
-            f"the state of job {job_id} in the result backend ({job_key(job_id)}) is malformed: "
-            + "; ".join(f"field {text}" for text in bad)
-        )
-    return JobRecord(**values)

@@ -83,9 +83,10 @@ from eceb_worker.pipeline.messages import (
     RehashTask,
     ShardAnswer,
     ShardFailed,
-    ShardTask,
     Stage,
+    job_message,
     shard_index,
+    shard_task,
     stage_of,
     with_endpoint,
 )
@@ -198,7 +199,7 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], step: str, bo
     with _leased(task, job_id, step) as work:
         try:
             check_delivery(task)
-            job = Job(with_endpoint(msgspec.convert(message, JobMessage), _own_endpoint()), WORKSPACE)
+            job = Job(with_endpoint(job_message(message), _own_endpoint()), WORKSPACE)
             _dispatch(task.app, policy, store, work, job, body(job))
         except Exception as exc:
             _retry(task, policy, exc, step, job_id)
@@ -310,7 +311,7 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
     :meth:`Workspace.run` holding the shard's lease; its answer kept (a
     :class:`~eceb_worker.pipeline.messages.ShardFailed` once its retries are
     spent); the last shard of its stage to answer publishes the reduce."""
-    shard = with_endpoint(msgspec.convert(message, ShardTask), _own_endpoint())
+    shard = with_endpoint(shard_task(message), _own_endpoint())
     index, stage = shard_index(shard), stage_of(shard)
     job_id = getattr(shard, "job_id", "")
     store = JobStore.of(task.app)

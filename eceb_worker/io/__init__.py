@@ -13,4 +13,6 @@ temporary space, behind small interfaces the pure layers define or take.
 - :mod:`~eceb_worker.io.observers`: what S3 storage tells an observer (requests,
   retries, throttling), for a worker's metrics.
 - :mod:`~eceb_worker.io.spill`: sorting more than fits in memory, in temporary files.
+- :mod:`~eceb_worker.io.paired`: the paired task-context benchmark's edges
+  (git, executables, the provider's process, checks, the ledger).
 """

@@ -10,4 +10,6 @@ same for every executor.
   or an evaluation, and :func:`~eceb_worker.pipeline.jobs.run_job` to drive
   it in this process.
 - :mod:`~eceb_worker.pipeline.register`: registering a corpus.
+- :mod:`~eceb_worker.pipeline.paired`: the paired task-context benchmark's
+  commands over an experiment directory.
 """

@@ -6,8 +6,9 @@ indexed run in the calling process; its shard tasks refer to them by
 position only (:mod:`eceb_worker.pipeline.messages`). To run one on a
 helper process, the holder detaches it:
 
-* an evaluation shard becomes a :class:`DetachedEvaluation`, carrying the
-  shard's tasks and the bytes of their records, exactly as this process
+* an evaluation shard becomes a :class:`DetachedEvaluation`, carrying its
+  task (:class:`~eceb_worker.pipeline.messages.EvaluateTask`, with the
+  job's options), the shard's tasks and the bytes of their records, exactly as this process
   read, checked and indexed them (the run file is neither read again nor
   trusted to be unchanged), the disclosures found in their answers, plus,
   on a helper's first shard, the registry's artifacts the evaluation looks up;
@@ -30,13 +31,11 @@ import msgspec
 
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
-from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, AnswerFindings, DisclosureCheck, findings_by_task
+from eceb_worker.families.eceb.disclosure import findings_by_task
 from eceb_worker.families.eceb.disclosure.spec import ScanSpec
-from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.run_index import IndexedRun, RunPart, detach_tasks
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
-from eceb_worker.families.eceb.uncertainty import UncertaintyMode
-from eceb_worker.pipeline.messages import Count, EvaluateAnswer, RehashTask
+from eceb_worker.pipeline.messages import EvaluateAnswer, EvaluateTask, RehashTask
 
 __all__ = ["DetachedEvaluation", "DetachedRehash", "detach_evaluation", "evaluate_detached"]
 
@@ -45,26 +44,26 @@ class DetachedEvaluation(msgspec.Struct, frozen=True, kw_only=True):
     """One evaluation shard with what evaluating it reads.
 
     Fields:
-        index: the shard's position in its plan.
+        task: the shard task, as the holder would run it (its shard, the
+            job's options, the disclosures found in its tasks' answers).
         task_ids: the shard's task ids, in plan order.
         tasks: the benchmark's tasks among them (a run's task the
             benchmark lacks has none: it yields problems, as in the holder).
         part: the records of the shard's tasks.
         artifacts: the registry's artifacts, on a helper's first shard of
             a stage; ``None``: those of the helper's previous shard.
-        disclosure_check: the job's setting.
-        disclosures: the findings of the answers of its tasks that disclose something.
-        uncertainty: the job's (ECEB-0.1 §16).
     """
 
-    index: Count
+    task: EvaluateTask
     task_ids: list[str]
     tasks: list[Task]
     part: RunPart
     artifacts: list[Artifact] | None = None
-    disclosure_check: DisclosureCheck = DISCLOSURE_OFF
-    disclosures: tuple[AnswerFindings, ...] = ()
-    uncertainty: UncertaintyMode = "bootstrap"
+
+    @property
+    def index(self) -> int:
+        """The shard's position in its plan."""
+        return self.task.shard.index
 
 
 class DetachedRehash(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,30 +80,24 @@ class DetachedRehash(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def detach_evaluation(
-    shard: EvaluationShard,
+    task: EvaluateTask,
     *,
     task_ids: Sequence[str],
     tasks: Mapping[str, Task],
     run: IndexedRun,
     artifacts: list[Artifact] | None = None,
-    disclosure_check: DisclosureCheck = DISCLOSURE_OFF,
-    disclosures: tuple[AnswerFindings, ...] = (),
-    uncertainty: UncertaintyMode = "bootstrap",
 ) -> DetachedEvaluation:
-    """The detached form of ``shard``, a range of a held job's sorted
-    ``task_ids``, whose benchmark's tasks by id are ``tasks`` and whose run
-    is ``run``; with the registry's ``artifacts`` when the helper has none
-    yet, the findings of its answers and the job's settings."""
-    ids = list(task_ids[shard.start : shard.end])
+    """The detached form of ``task``, whose shard is a range of a held
+    job's sorted ``task_ids``, whose benchmark's tasks by id are ``tasks``
+    and whose run is ``run``; with the registry's ``artifacts`` when the
+    helper has none yet."""
+    ids = list(task_ids[task.shard.start : task.shard.end])
     return DetachedEvaluation(
-        index=shard.index,
+        task=task,
         task_ids=ids,
         tasks=[tasks[t] for t in ids if t in tasks],
         part=detach_tasks(run, ids),
         artifacts=artifacts,
-        disclosure_check=disclosure_check,
-        disclosures=disclosures,
-        uncertainty=uncertainty,
     )
 
 
@@ -113,6 +106,9 @@ def evaluate_detached(request: DetachedEvaluation, artifacts: Mapping[str, Artif
     the answer the holder would give for the same shard."""
     run = request.part.indexed()
     tasks = {t.task_id: t for t in request.tasks}
-    findings = findings_by_task(request.disclosure_check, request.disclosures)
-    outcomes = evaluate_tasks_of_run(request.task_ids, run, tasks, artifacts, findings, uncertainty=request.uncertainty)
+    task = request.task
+    findings = findings_by_task(task.evaluation.disclosure_check, task.disclosures)
+    outcomes = evaluate_tasks_of_run(
+        request.task_ids, run, tasks, artifacts, findings, uncertainty=task.evaluation.uncertainty
+    )
     return EvaluateAnswer(index=request.index, outcomes=outcomes)

@@ -9,10 +9,8 @@ from eceb_worker.corpus.planning import DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import VerificationReport
-from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DisclosureCheck
-from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS, IN_PROCESS_SHARD_OBSERVATIONS
+from eceb_worker.families.eceb.options import IN_PROCESS_EVALUATION, EvaluationOptions
 from eceb_worker.families.eceb.report import Report
-from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.pipeline.inputs import CheckedInputs
 from eceb_worker.pipeline.jobs import AnswerCallback, Executor, Job, ThisProcess, run_job
 from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
@@ -23,10 +21,7 @@ __all__ = ["evaluate", "verify_corpus", "verify_message"]
 
 def verify_message(registry: str, corpus: StorageSpec, shard_bytes: int) -> JobMessage:
     """The message of a job verifying ``corpus`` against the registry at ``registry`` (ECEB-0.1 §5)."""
-    inputs, observations = JobInputs(registry=registry), DEFAULT_SHARD_OBSERVATIONS  # a verification evaluates none
-    return JobMessage(
-        kind=JobKind.VERIFY, inputs=inputs, corpus=corpus, shard_bytes=shard_bytes, shard_observations=observations
-    )
+    return JobMessage(kind=JobKind.VERIFY, inputs=JobInputs(registry=registry), corpus=corpus, shard_bytes=shard_bytes)
 
 
 def verify_corpus(
@@ -56,14 +51,13 @@ def evaluate(
     *,
     executor: Executor | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
-    shard_observations: int = IN_PROCESS_SHARD_OBSERVATIONS,
+    evaluation: EvaluationOptions = IN_PROCESS_EVALUATION,
     on_answer: AnswerCallback | None = None,
-    disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK,
-    uncertainty: UncertaintyMode = "bootstrap",
 ) -> tuple[Report, VerificationReport]:
     """Verify the corpus (ECEB-0.1 §5), then check and evaluate every task
     of checked, held ``inputs`` and reduce them into the report (§8-§15),
-    with the savings intervals ``uncertainty`` asks for (§16).
+    as the ``evaluation`` options ask (its shards, its savings intervals
+    §16, its disclosure check §17).
 
     Raises :class:`~eceb_worker.errors.VerificationError` (holding the
     verification report) when any registered artifact is missing, stale,
@@ -76,9 +70,7 @@ def evaluate(
         inputs=JobInputs(registry=inputs.registry_location),
         corpus=corpus,
         shard_bytes=shard_bytes,
-        shard_observations=shard_observations,
-        disclosure_check=disclosure_check,
-        uncertainty=uncertainty,
+        evaluation=evaluation,
     )
     held = Held(registry=inputs.registry, prepared=Prepared.of(inputs.benchmark, inputs.run))
     finished = run_job(Job(message, held=held), executor or ThisProcess(), on_answer=on_answer)

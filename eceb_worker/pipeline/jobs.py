@@ -189,7 +189,7 @@ class Job:
         each byte costing :data:`SCAN_COST` when an evaluation's re-hash
         scans for disclosures (so that a shard is about as much work either way)."""
         message = self.message
-        if message.kind is JobKind.EVALUATE and message.disclosure_check.enabled:
+        if message.kind is JobKind.EVALUATE and message.evaluation.disclosure_check.enabled:
             return max(message.shard_bytes // SCAN_COST, 1)
         return message.shard_bytes
 
@@ -198,7 +198,9 @@ class Job:
         message = self.message
         if message.kind is not JobKind.EVALUATE:
             return DISCLOSURE_OFF
-        return scanned_check(message.disclosure_check, self.workspace.prepared(message.inputs).benchmark.tasks)
+        return scanned_check(
+            message.evaluation.disclosure_check, self.workspace.prepared(message.inputs).benchmark.tasks
+        )
 
     def _scan(self, on_shards: Callable[[Sequence[RehashShard]], object] | None = None) -> tuple[Registry, str]:
         """Read and check the inputs, keeping no registry artifact beyond
@@ -268,8 +270,8 @@ class Job:
                 corpus_root=self.registry.corpus_root,
                 artifact_count=self.registry.artifact_count,
                 eceb_version=__version__,
-                disclosure_check=self.message.disclosure_check,
-                uncertainty=self.message.uncertainty,
+                disclosure_check=self.message.evaluation.disclosure_check,
+                uncertainty=self.message.evaluation.uncertainty,
             )
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
@@ -289,7 +291,11 @@ class Job:
             raise verification_failed(verification)
         prepared = self.workspace.prepared(self.message.inputs)
         plan = self._evaluation_plan(prepared)
-        partials = [a.disclosure for a in answers if a.disclosure is not None and self.message.disclosure_check.enabled]
+        partials = [
+            a.disclosure
+            for a in answers
+            if a.disclosure is not None and self.message.evaluation.disclosure_check.enabled
+        ]
         by_task = findings_of_tasks(partials, prepared.benchmark.tasks)
         tasks: list[ShardTask] = [
             EvaluateTask.of(
@@ -302,7 +308,7 @@ class Job:
 
     def _evaluation_plan(self, prepared: Prepared) -> list[EvaluationShard]:
         counts = [len(prepared.run.observations.get(task_id, ())) for task_id in prepared.task_ids]
-        return plan_evaluation(counts, shard_observations=self.message.shard_observations)
+        return plan_evaluation(counts, shard_observations=self.message.evaluation.shard_observations)
 
 
 def _expected(artifacts: Sequence[Artifact]) -> tuple[ExpectedArtifact, ...]:

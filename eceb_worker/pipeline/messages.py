@@ -12,7 +12,7 @@ its answer (:data:`ShardAnswer`) is what the job's next step reduces
 from __future__ import annotations
 
 import enum
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -21,18 +21,14 @@ from eceb_worker.corpus.planning import RehashShard
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import ExpectedArtifact, ShardVerification
 from eceb_worker.errors import ErrorKind
-from eceb_worker.families.eceb.disclosure import (
-    DEFAULT_DISCLOSURE_CHECK,
-    DISCLOSURE_OFF,
-    AnswerFindings,
-    DisclosureCheck,
-)
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, AnswerFindings, DisclosureCheck
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial
+from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import EvaluationShard
-from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.families.eceb.verdicts import TaskOutcome
 
 __all__ = [
+    "JOB_MESSAGE_VERSION",
     "CheckedRegistry",
     "EvaluateAnswer",
     "EvaluateTask",
@@ -47,13 +43,22 @@ __all__ = [
     "ShardFailed",
     "ShardTask",
     "Stage",
+    "job_message",
     "shard_index",
+    "shard_task",
     "stage_of",
     "with_endpoint",
 ]
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
+
+JOB_MESSAGE_VERSION: Final = 2
+"""The version of :class:`JobMessage` this eceb sends. Version 1 (no
+``version`` field) carried an evaluation's options as separate fields
+(``shard_observations``, ``disclosure_check``, ``uncertainty``); version 2
+carries them as one :class:`~eceb_worker.families.eceb.options.EvaluationOptions`.
+A worker reads both (:func:`job_message`)."""
 
 
 class Stage(enum.Enum):
@@ -125,6 +130,8 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     registry it checked.
 
     Fields:
+        version: the message's version, :data:`JOB_MESSAGE_VERSION`
+            (:func:`job_message` reads a version 1 message too).
         job_id: its id (32 hex characters on a cluster; ``""`` in one process).
         kind: what it produces (an evaluation when left out, as a client
             older than verification jobs sends it).
@@ -132,23 +139,18 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         corpus: where the corpus is.
         out: where a cluster job writes its report (``s3://bucket/key``), ``""`` for none.
         shard_bytes: re-hash work per shard, in byte-equivalents.
-        shard_observations: evaluation work per shard, in observations.
-        disclosure_check: whether the evaluation checks answers for
-            disclosures, and with which N (ECEB-0.1 §17; on when left out).
-        uncertainty: ``bootstrap`` (estimate the savings intervals) or
-            ``none`` (the report states they were not estimated), ECEB-0.1 §16.
+        evaluation: an evaluation's options (the defaults for a verification).
         registry: the registry checked, set by the first step.
     """
 
+    version: int = JOB_MESSAGE_VERSION
     job_id: str = ""
     kind: JobKind = JobKind.EVALUATE
     inputs: JobInputs
     corpus: StorageSpec
     out: str = ""
     shard_bytes: Positive
-    shard_observations: Positive
-    disclosure_check: DisclosureCheck = DEFAULT_DISCLOSURE_CHECK
-    uncertainty: UncertaintyMode = "bootstrap"
+    evaluation: EvaluationOptions = EvaluationOptions()
     registry: CheckedRegistry | None = None
 
 
@@ -193,20 +195,19 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
         registry: the registry checked (read for the artifacts the run refers to).
         shard: the range ``start..end`` of the sorted task ids.
         job_id: the cluster job it belongs to (``""`` in one process).
-        disclosure_check: the job's setting (off when left out).
+        evaluation: the job's options (:attr:`JobMessage.evaluation`; the
+            defaults with the disclosure check off when left out).
         disclosures: with the check on, the findings of the answers of the
             shard's tasks that disclose something (ids and offsets, found
             by the re-hash's scan; an answer left out discloses nothing).
-        uncertainty: the job's (:attr:`JobMessage.uncertainty`).
     """
 
     inputs: JobInputs
     registry: CheckedRegistry
     shard: EvaluationShard
     job_id: str = ""
-    disclosure_check: DisclosureCheck = DISCLOSURE_OFF
+    evaluation: EvaluationOptions = EvaluationOptions(disclosure_check=DISCLOSURE_OFF)
     disclosures: tuple[AnswerFindings, ...] = ()
-    uncertainty: UncertaintyMode = "bootstrap"
 
     @classmethod
     def of(
@@ -223,9 +224,8 @@ class EvaluateTask(msgspec.Struct, frozen=True, kw_only=True, tag="evaluate", fo
             registry=registry,
             shard=shard,
             job_id=job.job_id,
-            disclosure_check=job.disclosure_check,
+            evaluation=job.evaluation,
             disclosures=disclosures,
-            uncertainty=job.uncertainty,
         )
 
 
@@ -302,7 +302,50 @@ def stage_of(task: ShardTask) -> Stage:
     return Stage.HASH
 
 
-Routed = TypeVar("Routed", JobMessage, RehashTask, EvaluateTask, HashTask)
+_VERSION_1_OPTIONS: Final = ("disclosure_check", "uncertainty", "shard_observations")
+"""The fields of a version 1 job message (and of its evaluation shards)
+that version 2 carries as :class:`~eceb_worker.families.eceb.options.EvaluationOptions`."""
+
+
+def _upgraded(message: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 message's builtins with its evaluation options moved
+    into ``evaluation`` (a version 1 evaluation shard, which had no
+    ``shard_observations``, gets the default: its shard is planned already)."""
+    upgraded = {key: value for key, value in message.items() if key not in _VERSION_1_OPTIONS}
+    upgraded["evaluation"] = {key: message[key] for key in _VERSION_1_OPTIONS if key in message}
+    return upgraded
+
+
+def job_message(message: object) -> JobMessage:
+    """The :class:`JobMessage` of ``message``, a job message's builtins as
+    a broker carries them (:func:`msgspec.to_builtins`), sent by this eceb
+    (version 2) or by the previous one (version 1, no ``version`` field:
+    its evaluation options are read into :attr:`JobMessage.evaluation`).
+
+    Raises ``msgspec.ValidationError`` naming the field when ``message`` is
+    not a job message, or is of a version this eceb does not read (a newer one)."""
+    if isinstance(message, dict):
+        version = message.get("version", 1)
+        if version == 1 and type(version) is int:
+            message = _upgraded({key: value for key, value in message.items() if key != "version"})
+        elif version != JOB_MESSAGE_VERSION or type(version) is not int:
+            read = f"this eceb reads versions 1 and {JOB_MESSAGE_VERSION}"
+            raise msgspec.ValidationError(f"job message version {version!r}: {read} - at `$.version`")
+    return msgspec.convert(message, JobMessage)
+
+
+def shard_task(message: object) -> ShardTask:
+    """The :data:`ShardTask` of ``message``, a shard task's builtins as a
+    broker carries them; an evaluation shard sent by the previous eceb
+    (its options as separate fields, :func:`job_message`) is read too.
+    Raises ``msgspec.ValidationError`` naming the field otherwise."""
+    if isinstance(message, dict) and message.get("type") == "evaluate" and "evaluation" not in message:
+        message = _upgraded({"disclosure_check": msgspec.to_builtins(DISCLOSURE_OFF), **message})
+    task: ShardTask = msgspec.convert(message, ShardTask)
+    return task
+
+
+Routed = TypeVar("Routed", bound=JobMessage | RehashTask | EvaluateTask | HashTask)
 
 
 def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:

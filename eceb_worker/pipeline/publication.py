@@ -38,6 +38,7 @@ from eceb_worker.errors import InputError, Problem, PublicationRefused, Verifica
 from eceb_worker.families.eceb.claims import claim_evidence, claim_reasons
 from eceb_worker.families.eceb.declarations import Declarations, SourcesFile
 from eceb_worker.families.eceb.disclosure import DEFAULT_DISCLOSURE_CHECK, DISCLOSURE_OFF
+from eceb_worker.families.eceb.options import IN_PROCESS_EVALUATION
 from eceb_worker.families.eceb.publication import (
     MANIFEST_NAME,
     REQUIRED_ROLES,
@@ -370,8 +371,9 @@ def _recomputed(
             corpus,
             executor=executor,
             shard_bytes=shard_bytes,
-            disclosure_check=disclosure,
-            uncertainty=uncertainty,
+            evaluation=msgspec.structs.replace(
+                IN_PROCESS_EVALUATION, disclosure_check=disclosure, uncertainty=uncertainty
+            ),
         )
     except VerificationError as error:
         if not findings:

@@ -274,11 +274,11 @@ class Workspace:
         from eceb_worker.families.eceb.shards import evaluate_tasks_of_run
 
         prepared = self.prepared(task.inputs)
-        findings = findings_by_task(task.disclosure_check, task.disclosures)
+        findings = findings_by_task(task.evaluation.disclosure_check, task.disclosures)
         artifacts = self.artifacts(task.inputs, task.registry)
         task_ids = prepared.task_ids[task.shard.start : task.shard.end]
         outcomes = evaluate_tasks_of_run(
-            task_ids, prepared.run, prepared.tasks, artifacts, findings, uncertainty=task.uncertainty
+            task_ids, prepared.run, prepared.tasks, artifacts, findings, uncertainty=task.evaluation.uncertainty
         )
         return EvaluateAnswer(index=task.shard.index, outcomes=outcomes)
 
@@ -306,14 +306,11 @@ class Workspace:
 
         prepared = held.prepared
         return detach_evaluation(
-            task.shard,
+            task,
             task_ids=prepared.task_ids,
             tasks=prepared.tasks,
             run=prepared.run,
             artifacts=list(held.registry.artifacts) if lend else None,
-            disclosure_check=task.disclosure_check,
-            disclosures=task.disclosures,
-            uncertainty=task.uncertainty,
         )
 
     def run_detached(self, request: DetachedEvaluation | DetachedRehash) -> ShardAnswer:

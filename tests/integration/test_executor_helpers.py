@@ -11,6 +11,7 @@ from eceb_worker.corpus.rules import parse_rules
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.errors import InputError
 from eceb_worker.executors import InProcessExecutor, helpers, inprocess
+from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.pipeline.embedded import evaluate, verify_corpus
 from eceb_worker.pipeline.inputs import check_inputs
@@ -93,9 +94,8 @@ def _report(
     inputs = check_inputs(example / "benchmark.json", run or example / "run.json")
     spec = StorageSpec(source=str(EXAMPLE_CORPORA[example]))
     executor = InProcessExecutor(workers)
-    report, _ = evaluate(
-        inputs, spec, executor=executor, shard_observations=shard_observations, shard_bytes=shard_bytes
-    )
+    evaluation = EvaluationOptions(shard_observations=shard_observations)
+    report, _ = evaluate(inputs, spec, executor=executor, evaluation=evaluation, shard_bytes=shard_bytes)
     return encode_report(report)
 
 

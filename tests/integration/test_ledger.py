@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError
-from eceb_worker.io import ledger as ledger_module
-from eceb_worker.io.ledger import Ledger
+from eceb_worker.io.paired import ledger as ledger_module
+from eceb_worker.io.paired.ledger import Ledger
 
 FREEZE = "f" * 64
 EVIDENCE = "e" * 64

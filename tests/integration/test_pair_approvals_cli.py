@@ -16,7 +16,7 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ExecutionRefused
 from eceb_worker.families.paired.journal import Attempt, AttemptStatus
-from eceb_worker.io.ledger import Ledger
+from eceb_worker.io.paired.ledger import Ledger
 from tests.support.paired_experiment import Bench, make_bench
 from tests.support.paths import REPO
 

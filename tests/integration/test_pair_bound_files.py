@@ -1,5 +1,5 @@
 """The files a record binds read from disk and checked
-(:func:`eceb_worker.pipeline.experiment.check_bound_files`): each read
+(:func:`eceb_worker.pipeline.paired.experiment.check_bound_files`): each read
 once, a file that cannot be read a problem (never an error raised), the
 bytes returned for the caller to use."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.families.paired.bound_files import BoundFile, SinceBound, SinceFrozen
 from eceb_worker.families.paired.records import FileDigest
-from eceb_worker.pipeline.experiment import check_bound_files
+from eceb_worker.pipeline.paired.experiment import check_bound_files
 
 
 def bound(path: Path, data: bytes) -> BoundFile:

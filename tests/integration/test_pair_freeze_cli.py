@@ -13,8 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from eceb_worker.core.digests import digest_bytes
-from eceb_worker.io.git import git_state
-from eceb_worker.io.ledger import Ledger
+from eceb_worker.io.paired.git import git_state
+from eceb_worker.io.paired.ledger import Ledger
 from tests.support.paired_experiment import FAKE_VERSION, Bench, make_bench
 from tests.support.paths import REPO
 

@@ -16,8 +16,8 @@ from jsonschema import Draft202012Validator
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.families.paired.pairs import arm_problems
 from eceb_worker.families.paired.records import Manifest
-from eceb_worker.io.git import git_state
-from eceb_worker.io.ledger import Ledger
+from eceb_worker.io.paired.git import git_state
+from eceb_worker.io.paired.ledger import Ledger
 from tests.support.paired_experiment import Bench, make_bench
 from tests.support.paths import REPO
 

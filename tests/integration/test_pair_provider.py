@@ -1,4 +1,4 @@
-"""The process side of the Codex adapter (eceb_worker.io.provider) over
+"""The process side of the Codex adapter (eceb_worker.io.paired.provider) over
 small throwaway scripts: output straight into files, the environment
 passed, timeouts, cancellation, stragglers and spawn failures."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eceb_worker.io.provider import DeferredSignals, ProviderExit, call_provider, environment_names
+from eceb_worker.io.paired.provider import DeferredSignals, ProviderExit, call_provider, environment_names
 from tests.support.pair_experiment import fake_processes
 
 

@@ -17,9 +17,9 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.errors import InputError
 from eceb_worker.families.paired.journal import AttemptStatus
 from eceb_worker.families.paired.transport import TransportStatus, read_transport
-from eceb_worker.io.provider import DeferredSignals
-from eceb_worker.pipeline.pair_attempt import RunnerLog, run_attempt
-from eceb_worker.pipeline.pair_checks import open_pair
+from eceb_worker.io.paired.provider import DeferredSignals
+from eceb_worker.pipeline.paired.attempt import RunnerLog, run_attempt
+from eceb_worker.pipeline.paired.checks import open_pair
 from tests.support.pair_experiment import PairExperiment, check_journal
 
 NOTICE = "One pair bounds the execution count, not the charges. The adapter has no hard billing ceiling."

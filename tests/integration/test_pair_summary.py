@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eceb_worker.core.canonical import canonical_json
-from eceb_worker.pipeline.pair_summary import summarize_pairs
+from eceb_worker.pipeline.paired.summary import summarize_pairs
 from tests.support.nine_pairs import (
     PairsRun,
     attempts_of,

@@ -199,7 +199,6 @@ def test_a_worker_refuses_registry_lines_changed_since_the_check(tmp_path: Path)
         inputs=JobInputs(registry=str(registry_file)),
         corpus=StorageSpec(source=str(tmp_path / "corpus")),
         shard_bytes=1,
-        shard_observations=1,
     )
     stage = Job(message).start()  # as the coordinator plans it: no artifact held
     tasks = [task for task in stage.tasks if isinstance(task, RehashTask)]

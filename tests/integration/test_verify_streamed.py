@@ -64,9 +64,9 @@ def test_same_report_bytes_as_the_registry_held_whole(
     """Any worker count, shard size and line order (a registry not in
     corpus-root order is sorted in temporary files), helpers started as the
     shards come: the report is the same bytes, findings included."""
-    from eceb_worker.executors import inprocess, streaming
+    from eceb_worker.executors import inprocess, scheduler
 
-    monkeypatch.setattr(streaming, "HELPER_MIN_WORK_BYTES", 1)  # a helper for any work: they run here
+    monkeypatch.setattr(scheduler, "HELPER_MIN_WORK_BYTES", 1)  # a helper for any work: they run here
     monkeypatch.setattr(inprocess, "HELPER_MIN_WORK_BYTES", 1)
     corpus = tmp_path / "corpus"
     data = write_corpus(corpus, FILES)
@@ -79,13 +79,13 @@ def test_same_report_bytes_as_the_registry_held_whole(
     tamper(corpus)
     expected = held_report(registry_file, corpus)
     started = []
-    real_start = streaming.TaskStream._start_helper
+    real_start = scheduler.TaskStream._start_helper
 
-    def start(stream: streaming.TaskStream) -> None:
+    def start(stream: scheduler.TaskStream) -> None:
         started.append(stream)
         real_start(stream)
 
-    monkeypatch.setattr(streaming.TaskStream, "_start_helper", start)
+    monkeypatch.setattr(scheduler.TaskStream, "_start_helper", start)
     spec = StorageSpec(source=str(corpus))
     report = verify_streamed(str(registry_file), spec, workers=workers, shard_bytes=shard_bytes)
     assert len(started) == workers - 1  # helpers ran (started as the work came)
@@ -120,9 +120,9 @@ def test_a_bad_registry_gives_every_problem_and_no_report(
     the same InputError, every problem, as reading the registry alone gives,
     even when the corpus itself cannot be read (the registry's problems come
     first)."""
-    from eceb_worker.executors import streaming
+    from eceb_worker.executors import scheduler
 
-    monkeypatch.setattr(streaming, "HELPER_MIN_WORK_BYTES", 1)
+    monkeypatch.setattr(scheduler, "HELPER_MIN_WORK_BYTES", 1)
     corpus = tmp_path / "corpus"
     registry_file = tmp_path / "registry.jsonl"
     registry_file.write_bytes(bad_registries(write_corpus(corpus, FILES))[case])
@@ -162,14 +162,14 @@ def test_a_storage_failure_is_raised_once_the_registry_passed(tmp_path: Path) ->
 
 
 def test_a_corpus_of_large_files_starts_no_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eceb_worker.executors import streaming
+    from eceb_worker.executors import scheduler
 
-    started: list[streaming.TaskStream] = []
+    started: list[scheduler.TaskStream] = []
 
-    def start(stream: streaming.TaskStream) -> None:
+    def start(stream: scheduler.TaskStream) -> None:
         started.append(stream)
 
-    monkeypatch.setattr(streaming.TaskStream, "_start_helper", start)
+    monkeypatch.setattr(scheduler.TaskStream, "_start_helper", start)
     corpus = tmp_path / "corpus"
     registry_file = tmp_path / "registry.jsonl"
     files = {f"big{i}.bin": bytes([i]) * LARGE_FILE_BYTES for i in range(3)}

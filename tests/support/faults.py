@@ -89,6 +89,7 @@ def submit_seed(redis_server: RedisServer, s3_server: S3Server, bucket: str, end
     process's environment (:mod:`tests.support.s3_server`)."""
     from eceb_cli.submission import check_submission, evaluation_message
     from eceb_worker.cluster.client import Cluster
+    from eceb_worker.families.eceb.options import EvaluationOptions
 
     prefix = f"s3://{bucket}/seed"
     benchmark, run = f"{prefix}/benchmark.json", f"{prefix}/run.json"
@@ -100,7 +101,7 @@ def submit_seed(redis_server: RedisServer, s3_server: S3Server, bucket: str, end
         out=out,
         endpoint_url=endpoint_url,
         shard_bytes=1,
-        shard_observations=1,
+        evaluation=EvaluationOptions(shard_observations=1),
     )
     check_submission(message)
     cluster = Cluster(redis_server.url(), redis_server.url())

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.families.paired.journal import JOURNAL_ORDER, Attempt, AttemptStart, Invocation, Request
-from eceb_worker.io.ledger import Ledger, LedgerEntry
+from eceb_worker.io.paired.ledger import Ledger, LedgerEntry
 from tests.support.paths import REPO
 from tests.support.provider import PAIRED, example_repository, provider_env
 

@@ -73,9 +73,38 @@ def test_a_stop_is_worded_alike_whatever_the_signal() -> None:
 
 def test_quiet_and_verbose_set_the_level_for_one_command_line_only() -> None:
     runner = CliRunner()
-    result = runner.invoke(eceb_main, ["pair", "plan", "-q"])
-    assert result.exit_code == 0
-    assert conventions.is_quiet()
-    result = runner.invoke(eceb_main, ["pair", "plan"])
-    assert result.exit_code == 0
+    quiet = runner.invoke(eceb_main, ["pair", "plan", "-q"])
+    assert quiet.exit_code == 0
+    normal = runner.invoke(eceb_main, ["pair", "plan"])
+    assert normal.exit_code == 0
+    assert len(quiet.output.splitlines()) < len(normal.output.splitlines())
     assert not conventions.is_quiet()
+
+
+def test_the_verbosity_is_kept_on_the_click_context() -> None:
+    assert not conventions.is_quiet() and not conventions.is_verbose()  # outside a command line: normal
+    with click.Context(eceb_main) as root, click.Context(click.Command("leaf"), parent=root) as leaf:
+        conventions.verbosity_of(leaf).level = 1
+        assert conventions.verbosity_of(root).level == 1  # a command and its groups share it
+        assert conventions.is_verbose() and not conventions.is_quiet()
+    assert not conventions.is_verbose()
+
+
+def test_eceb_errors_are_reported_once_by_the_root_group(capsys: pytest.CaptureFixture[str]) -> None:
+    from eceb_cli import console
+    from eceb_worker.errors import OutputError, StorageError
+
+    def fails(error: Exception) -> None:
+        raise error
+
+    for error, line, code in (
+        (StorageError("no bucket"), "error: storage: no bucket\n", exit_codes.STORAGE),
+        (OutputError("out: read-only"), "error: output: out: read-only\n", exit_codes.OUTPUT),
+        (ValueError("oops"), "internal error: ValueError: oops (please report this)\n", exit_codes.INTERNAL),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            console.run_reported(lambda error=error: fails(error))  # type: ignore[misc]
+        assert exited.value.code == code
+        assert capsys.readouterr().err == line
+    with pytest.raises(click.UsageError):  # click's own pass through
+        console.run_reported(lambda: fails(click.UsageError("bad")))

@@ -23,6 +23,7 @@ from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import reduce_disclosures
 from eceb_worker.families.eceb.disclosure.scanner import DisclosureScanner
 from eceb_worker.families.eceb.disclosure.spec import TaskPolicy, scan_spec
+from eceb_worker.families.eceb.options import IN_PROCESS_EVALUATION
 from eceb_worker.families.eceb.planning import EvaluationShard, evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.families.eceb.run_index import detach_tasks
@@ -31,6 +32,7 @@ from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.detached import DetachedEvaluation, detach_evaluation, evaluate_detached
 from eceb_worker.pipeline.embedded import evaluate
 from eceb_worker.pipeline.inputs import CheckedInputs, check_inputs
+from eceb_worker.pipeline.messages import CheckedRegistry, EvaluateTask, JobInputs
 from eceb_worker.pipeline.shards import Prepared, Workspace
 from tests.support.paths import EXAMPLES, SHARED
 from tests.support.profiles import examples
@@ -39,6 +41,9 @@ CORPORA = {
     EXAMPLES / "enterprise-seed": EXAMPLES / "enterprise-seed" / "corpus",
     EXAMPLES / "public-eng-mix": SHARED / "corpora" / "public-eng-mix" / "files",
 }
+
+REGISTRY = CheckedRegistry(location="registry.jsonl", corpus_root="0" * 64, artifact_count=0, rehash_shards=0)
+"""The registry a detached shard's task names (a detached shard reads the artifacts lent instead)."""
 
 
 @pytest.fixture(scope="module", params=[EXAMPLES / "enterprise-seed"], ids=lambda p: p.name)
@@ -53,10 +58,13 @@ def reference(example: tuple[Path, CheckedInputs]) -> bytes:
     return evaluated(example)
 
 
-def evaluated(example: tuple[Path, CheckedInputs], **options: int) -> bytes:
-    """The report ``eceb evaluate`` writes, with the evaluation's options."""
+def evaluated(example: tuple[Path, CheckedInputs], shard_observations: int | None = None) -> bytes:
+    """The report ``eceb evaluate`` writes, its shards of ``shard_observations`` (by default its own)."""
     path, inputs = example
-    report, _ = evaluate(inputs, StorageSpec(source=str(CORPORA[path])), **options)
+    evaluation = IN_PROCESS_EVALUATION
+    if shard_observations is not None:
+        evaluation = msgspec.structs.replace(evaluation, shard_observations=shard_observations)
+    report, _ = evaluate(inputs, StorageSpec(source=str(CORPORA[path])), evaluation=evaluation)
     return encode_report(report)
 
 
@@ -179,6 +187,7 @@ def test_a_detached_shard_without_lent_artifacts_is_refused(example: tuple[Path,
 
 
 def _detach(prepared: Prepared, shard: EvaluationShard, artifacts: list[Artifact] | None = None) -> DetachedEvaluation:
+    task = EvaluateTask(inputs=JobInputs(), registry=REGISTRY, shard=shard)
     return detach_evaluation(
-        shard, task_ids=prepared.task_ids, tasks=prepared.tasks, run=prepared.run, artifacts=artifacts
+        task, task_ids=prepared.task_ids, tasks=prepared.tasks, run=prepared.run, artifacts=artifacts
     )

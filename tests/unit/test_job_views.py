@@ -195,7 +195,7 @@ def _endpoints(message: object) -> set[str | None]:
 @pytest.mark.parametrize(
     "message",
     [
-        JobMessage(inputs=INPUTS, corpus=SPEC, shard_bytes=1, shard_observations=1),
+        JobMessage(inputs=INPUTS, corpus=SPEC, shard_bytes=1),
         RehashTask(
             corpus=SPEC,
             registry=REGISTRY,

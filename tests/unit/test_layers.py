@@ -33,6 +33,14 @@ PURE = ("eceb_worker.core", "eceb_worker.corpus", "eceb_worker.families", "eceb_
 """Packages that perform no I/O: they get bytes, streams of chunks or
 adapters (Protocols) from their callers."""
 
+PAIRED = tuple(f"eceb_worker.{layer}.paired" for layer in ("families", "io", "pipeline", "render"))
+"""The paired task-context benchmark: a ``paired`` package in each layer it
+has a part in (its pure core first); its command lines are ``eceb_cli.pair*``."""
+
+PAIRED_ENTRY_POINTS = ("eceb_worker.documents", "eceb_cli.pair")
+"""The modules outside :data:`PAIRED` that may import from it: the document
+registry and the ``eceb pair`` command lines."""
+
 SERVICE_CLIENTS = {"celery", "kombu", "redis", "boto3", "botocore", "s3transfer", "click"}
 IO_AND_CONCURRENCY = {
     "os",
@@ -144,6 +152,42 @@ def test_pure_layers_import_no_io_thread_process_or_service_module(module: str, 
         if any(target == name or target.startswith(name + ".") for name in SERVICE_CLIENTS | IO_AND_CONCURRENCY)
     ]
     assert not forbidden, f"{module} is pure but imports {forbidden}"
+
+
+def in_paired(module: str) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in PAIRED)
+
+
+def test_the_paired_family_is_in_its_paired_packages() -> None:
+    """Outside the paired packages, only the document registry and the
+    ``eceb pair`` command lines import from them; the paired packages import
+    nothing from another family; and no module outside them is named for
+    the paired benchmark (``pair*``, ``experiment``)."""
+    outside = [
+        f"{module} line {line}: {target}"
+        for module, path in modules()
+        if not in_paired(module)
+        and not any(module == entry or module.startswith(entry + "_") for entry in PAIRED_ENTRY_POINTS)
+        for target, line in imports(path)
+        if in_paired(target)
+    ]
+    assert not outside, f"the paired packages imported from outside them: {outside}"
+    crossing = [
+        f"{module} line {line}: {target}"
+        for module, path in modules()
+        if in_paired(module)
+        for target, line in imports(path)
+        if target.startswith("eceb_worker.families.") and not in_paired(target)
+    ]
+    assert not crossing, f"the paired packages import another family: {crossing}"
+    misplaced = [
+        module
+        for module, _ in modules()
+        if module.startswith("eceb_worker.")
+        and not in_paired(module)
+        and module.rsplit(".", 1)[-1].startswith(("pair", "experiment"))
+    ]
+    assert not misplaced, f"paired modules outside the paired packages: {misplaced}"
 
 
 def test_modules_stay_readable() -> None:

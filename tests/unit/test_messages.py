@@ -20,21 +20,25 @@ from eceb_worker.errors import (
     StorageError,
     VerificationError,
 )
+from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
+from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.pipeline.messages import (
+    JOB_MESSAGE_VERSION,
     CheckedRegistry,
     EvaluateTask,
     HashTask,
     JobInputs,
     JobKind,
-    JobMessage,
     RehashAnswer,
     RehashTask,
     ShardAnswer,
     ShardFailed,
     ShardTask,
     Stage,
+    job_message,
     shard_index,
+    shard_task,
     stage_of,
 )
 from tests.support.helpers import artifact
@@ -83,7 +87,49 @@ def test_a_job_sent_without_a_kind_is_an_evaluation() -> None:
     """What a client from before verification jobs sends still reads."""
     sent = {"job_id": "j", "inputs": {"benchmark": "s3://b/b.json", "run": "s3://b/r.json"}}
     sent |= {"corpus": {"source": "s3://b/c"}, "out": "s3://o/r.json", "shard_bytes": 1, "shard_observations": 1}
-    assert msgspec.convert(sent, JobMessage).kind is JobKind.EVALUATE
+    assert job_message(sent).kind is JobKind.EVALUATE
+
+
+def test_a_version_1_job_message_runs_with_the_same_options() -> None:
+    """A job the previous eceb submitted (no ``version``; its options as
+    separate fields) is read with the same options, and what this eceb
+    sends reads back unchanged."""
+    sent = {"job_id": "j", "inputs": {"benchmark": "s3://b/b.json", "run": "s3://b/r.json"}, "out": "s3://o/r.json"}
+    sent |= {"corpus": {"source": "s3://b/c"}, "shard_bytes": 1, "shard_observations": 7, "uncertainty": "none"}
+    sent |= {"disclosure_check": {"enabled": False}, "registry": None}
+    message = job_message(sent)
+    assert message.version == JOB_MESSAGE_VERSION == 2
+    assert message.evaluation == EvaluationOptions(
+        disclosure_check=DISCLOSURE_OFF, uncertainty="none", shard_observations=7
+    )
+    assert job_message(msgspec.to_builtins(message)) == message
+    assert job_message({k: v for k, v in sent.items() if k not in ("uncertainty", "disclosure_check")}).evaluation == (
+        EvaluationOptions(shard_observations=7)
+    )
+    assert job_message({**sent, "version": 1}) == message
+
+
+def test_a_version_1_evaluation_shard_runs_with_the_same_options() -> None:
+    shard = EvaluationShard(index=3, start=0, end=2, observations=5)
+    task = EvaluateTask(inputs=INPUTS, registry=CHECKED, shard=shard, evaluation=EvaluationOptions(uncertainty="none"))
+    sent = msgspec.to_builtins(task)
+    old = {k: v for k, v in sent.items() if k != "evaluation"} | {"uncertainty": "none"}
+    assert shard_task(old) == msgspec.structs.replace(
+        task, evaluation=EvaluationOptions(disclosure_check=DISCLOSURE_OFF, uncertainty="none")
+    )
+    assert shard_task({**old, "disclosure_check": sent["evaluation"]["disclosure_check"]}).evaluation == (
+        EvaluationOptions(uncertainty="none")
+    )
+    assert shard_task(sent) == task
+
+
+@pytest.mark.parametrize("version", [0, 3, "2", None, True])
+def test_a_job_message_of_another_version_is_refused_by_name(version: object) -> None:
+    sent = {"version": version, "inputs": {}, "corpus": {"source": "s3://b/c"}, "shard_bytes": 1}
+    with pytest.raises(msgspec.ValidationError, match=r"job message version .*: this eceb reads versions 1 and 2"):
+        job_message(sent)
+    with pytest.raises(msgspec.ValidationError, match="shard_observations"):
+        job_message({"inputs": {}, "corpus": {"source": "s3://b/c"}, "shard_bytes": 1, "shard_observations": 0})
 
 
 def test_unknown_fields_and_kinds_are_refused() -> None:

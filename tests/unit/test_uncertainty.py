@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF
+from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import evaluation_task_ids, plan_evaluation
 from eceb_worker.families.eceb.report import encode_report, report_problems
 from eceb_worker.families.eceb.shards import evaluate_tasks_of_run, reduce_evaluation
@@ -291,9 +292,8 @@ def test_a_varied_run_has_intervals_and_labels_its_local_counts(varied: Path) ->
 
 def test_none_states_that_uncertainty_was_not_estimated(varied: Path) -> None:
     inputs = check_inputs(SEED / "benchmark.json", varied)
-    report, _ = evaluate_job(
-        inputs, StorageSpec(source=str(SEED / "corpus")), uncertainty="none", disclosure_check=DISCLOSURE_OFF
-    )
+    evaluation = EvaluationOptions.chosen(disclosure_check=False, uncertainty="none")
+    report, _ = evaluate_job(inputs, StorageSpec(source=str(SEED / "corpus")), evaluation=evaluation)
     assert report.uncertainty.method == "not_estimated" and report.uncertainty.seed is None
     assert all(t.token_savings_interval_bps is None and t.cost_savings_interval_bps is None for t in report.tasks)
     assert report.summary.token_savings_interval_bps is None

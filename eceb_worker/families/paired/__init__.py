@@ -6,7 +6,11 @@ counterbalanced schedule, a pilot gate, preflight freezing, complete attempt
 journals, exact credit estimates, paired differences and a verdict. Its
 documents and their pure checks go in this package, behind the
 :class:`~eceb_worker.families.Family` interface, and are listed in
-:data:`eceb_worker.documents.DOCUMENTS`; the work that touches git, the
-provider CLI and the journal store goes in :mod:`eceb_worker.pipeline` and
-:mod:`eceb_worker.io`, as it does for ECEB-0.1.
+:data:`eceb_worker.documents.DOCUMENTS`. The rest of the family is a
+``paired`` package in each later layer: its edges (git, executables, the
+provider's process, re-executed checks, the ledger) in
+:mod:`eceb_worker.io.paired`, its commands over an experiment directory in
+:mod:`eceb_worker.pipeline.paired`, its text for people in
+:mod:`eceb_worker.render.paired`, and its command lines in
+``eceb_cli/pair*.py``.
 """

@@ -12,7 +12,7 @@ bind given names, which it does not bind, each a
 :class:`~eceb_worker.errors.Problem` worded by the caller's
 :class:`Wording` (:class:`SinceBound`, :class:`SincePrepared`,
 :class:`SinceFrozen`): each command keeps its own words. The reading is the
-caller's (:func:`eceb_worker.pipeline.experiment.check_bound_files`). Pure.
+caller's (:func:`eceb_worker.pipeline.paired.experiment.check_bound_files`). Pure.
 """
 
 from __future__ import annotations

@@ -158,5 +158,5 @@ def pilot_evidence_digest(manifest: str, first: str, second: str) -> str:
     ``attempt.json`` of the arm that ran first and of the one that ran
     second. What a continuation approval binds (the seed: "Continuation
     requires explicit approval"); read from disk by
-    :func:`eceb_worker.pipeline.pair_approvals.pilot_evidence`."""
+    :func:`eceb_worker.pipeline.paired.approvals.pilot_evidence`."""
     return digest_bytes(canonical_json([manifest, first, second]))

@@ -5,7 +5,7 @@ problem of the benchmark, its three task specifications, the tracked
 declaration, the answer schemas, the common cue budget and the execution
 controls, found together.
 
-Pure: the shell (:mod:`eceb_worker.pipeline.pair_freeze`) reads the files
+Pure: the shell (:mod:`eceb_worker.pipeline.paired.freeze`) reads the files
 and asks git, then passes bytes and git facts here. Every function returns
 :class:`~eceb_worker.errors.Problem` lists (file, record, field, message);
 none raises for a bad input.

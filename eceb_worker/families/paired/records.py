@@ -7,7 +7,7 @@ An experiment directory holds::
 
     freeze.json                 Freeze: the preflight record (eceb pair freeze)
     authorization.json          Authorization: G3, a person's (eceb pair authorize)
-    ledger.sqlite               the execution ledger (eceb_worker.io.ledger)
+    ledger.sqlite               the execution ledger (eceb_worker.io.paired.ledger)
     continuation.json           ContinuationApproval after the pilot (eceb pair approve)
     task-pair-NN-KIND-rR-XXXXXXXX/   one per prepared pair (eceb pair prepare)
         benchmark.json  freeze.json  task.json  answer.schema.json  [rates.json]
@@ -108,7 +108,7 @@ class Repository(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         tree: the id of ``HEAD``'s tree.
         fingerprint: BLAKE3 of the work tree's state: ``HEAD``, its tree and
             ``git status --porcelain=v1 -z --untracked-files=all --ignored``
-            (:func:`eceb_worker.io.git.tree_fingerprint`); equal before and
+            (:func:`eceb_worker.io.paired.git.tree_fingerprint`); equal before and
             after an attempt unless something changed.
         clean: no change, untracked or ignored file beside the commit.
     """
@@ -251,7 +251,7 @@ class ContinuationApproval(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
 
     Fields: ``freeze_digest``; ``pilot_evidence_digest``: BLAKE3 of the
     canonical list of the pilot pair's manifest digest and its two
-    ``attempt.json`` digests (:func:`eceb_worker.pipeline.pair_approvals.pilot_evidence`);
+    ``attempt.json`` digests (:func:`eceb_worker.pipeline.paired.approvals.pilot_evidence`);
     ``pilot_pair``: the pilot's directory name; ``approver``; ``recorded_at``.
     """
 

@@ -5,7 +5,7 @@ quality calculation" and "Fixed paid comparison schedule").
 
 The functions below assemble ``eceb pair summary``'s document
 (:mod:`eceb_worker.families.paired.summary_document`) from the attempts the pipeline
-(:mod:`eceb_worker.pipeline.pair_summary`) read and checked:
+(:mod:`eceb_worker.pipeline.paired.summary`) read and checked:
 
 - :func:`measures` gives an attempt's metrics (:data:`METRICS`), each known
   or unknown with its reason: partial usage is never a total;

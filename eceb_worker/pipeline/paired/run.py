@@ -3,11 +3,11 @@ directory (task-context-benchmark-reference.md, "Paired inputs and
 retained outputs", "Fixed paid comparison schedule" and "Paid experiment
 preflight conditions").
 
-:func:`run_pair` checks the experiment (:func:`eceb_worker.pipeline.pair_checks.open_pair`),
+:func:`run_pair` checks the experiment (:func:`eceb_worker.pipeline.paired.checks.open_pair`),
 records an outcome of the pair that its complete journal holds and the
-ledger never recorded (:func:`eceb_worker.pipeline.pair_approvals.reconcile_outcomes`),
+ledger never recorded (:func:`eceb_worker.pipeline.paired.approvals.reconcile_outcomes`),
 then runs the pair's arms in the manifest's order, each arm not yet started
-(:func:`eceb_worker.pipeline.pair_attempt.run_attempt`): an arm started
+(:func:`eceb_worker.pipeline.paired.attempt.run_attempt`): an arm started
 before (a complete or an incomplete journal, or a start the ledger holds)
 never runs again, nothing is retried and no conversation is resumed. No
 further arm starts after a cancelled attempt, after a ``mutated`` one (the
@@ -25,11 +25,11 @@ from pathlib import Path
 
 from eceb_worker.errors import ExecutionRefused
 from eceb_worker.families.paired.journal import AttemptStatus
-from eceb_worker.io.provider import DeferredSignals
-from eceb_worker.pipeline.pair_approvals import continuation_problem, reconcile_outcomes
-from eceb_worker.pipeline.pair_attempt import AttemptReport, RunnerLog, run_attempt
-from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
-from eceb_worker.pipeline.pair_status import arm_state
+from eceb_worker.io.paired.provider import DeferredSignals
+from eceb_worker.pipeline.paired.approvals import continuation_problem, reconcile_outcomes
+from eceb_worker.pipeline.paired.attempt import AttemptReport, RunnerLog, run_attempt
+from eceb_worker.pipeline.paired.checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
+from eceb_worker.pipeline.paired.status import arm_state
 
 __all__ = ["PairOutcome", "run_pair"]
 

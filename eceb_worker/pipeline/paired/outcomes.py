@@ -34,9 +34,9 @@ from eceb_worker.families.paired.specs import (
 from eceb_worker.families.paired.summary_document import Outcome
 from eceb_worker.families.paired.transport import Transport, TransportStatus
 from eceb_worker.families.paired.verification import verification_problems
-from eceb_worker.io.checks import CheckRun, reexecute
-from eceb_worker.io.git import files_at, object_at, revision_tree, show_file
-from eceb_worker.pipeline.pair_evidence import AttemptFiles, problem_text
+from eceb_worker.io.paired.checks import CheckRun, reexecute
+from eceb_worker.io.paired.git import files_at, object_at, revision_tree, show_file
+from eceb_worker.pipeline.paired.evidence import AttemptFiles, problem_text
 
 __all__ = ["credit_estimate", "usage_reason", "Decided", "Policy", "judged", "repository_problems", "task_outcome"]
 

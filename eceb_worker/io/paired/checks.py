@@ -5,7 +5,7 @@ and its matching exit; "Local verification boundary": verification
 fixtures execute the declared check).
 
 :func:`reexecute` exports the commit into a fresh temporary directory
-(:func:`~eceb_worker.io.git.export_revision`: the repository is not
+(:func:`~eceb_worker.io.paired.git.export_revision`: the repository is not
 touched), runs the check's argument vector there without a shell, in the
 check's ``cwd``, with standard input closed and standard error merged
 into standard output (as a coding agent's recorded command output is),
@@ -25,7 +25,7 @@ import msgspec
 
 from eceb_worker.errors import InputError
 from eceb_worker.families.paired.specs import Check
-from eceb_worker.io.git import export_revision
+from eceb_worker.io.paired.git import export_revision
 
 __all__ = ["CheckRun", "reexecute"]
 

@@ -45,12 +45,12 @@ from eceb_worker.families.paired.summary_document import (
     Outcome,
 )
 from eceb_worker.families.paired.transport import Transport, TransportStatus, read_transport
-from eceb_worker.pipeline.pair_evidence import (
+from eceb_worker.pipeline.paired.evidence import (
     AttemptFiles,
     PairFiles,
     read_attempt,
 )
-from eceb_worker.pipeline.pair_outcomes import Policy, credit_estimate, judged, usage_reason
+from eceb_worker.pipeline.paired.outcomes import Policy, credit_estimate, judged, usage_reason
 
 __all__ = ["summarize_attempt"]
 

@@ -80,7 +80,7 @@ def ask_version(path: Path, timeout_s: int = VERSION_TIMEOUT_S) -> tuple[str | N
     output, or ``(None, why)`` when it cannot be run, exits non-zero, runs
     past the timeout or prints nothing. The one way an executable's version
     is asked: by freeze (:func:`identify_executable`) and again before every
-    start of an attempt (:func:`eceb_worker.pipeline.pair_checks.check_provider`;
+    start of an attempt (:func:`eceb_worker.pipeline.paired.checks.check_provider`;
     seed: "Paid experiment preflight conditions", the provider's version is
     frozen). Raises nothing."""
     try:

@@ -30,7 +30,7 @@ from eceb_worker.families.paired.specs import (
 )
 from eceb_worker.families.paired.summary_document import Summary
 from eceb_worker.io.files import read_input
-from eceb_worker.pipeline.experiment import Experiment, decode_record
+from eceb_worker.pipeline.paired.experiment import Experiment, decode_record
 
 __all__ = [
     "MAX_FILE_BYTES",

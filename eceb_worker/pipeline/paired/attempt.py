@@ -11,7 +11,7 @@ records nothing) and ``invocation.json``, into a staging directory beside
 the attempt's; then records the start in the ledger, renames the staging
 directory to the attempt's and writes ``attempt-start.json`` (the commit
 point: from here on the attempt is an execution); then spawns the provider
-(:func:`eceb_worker.io.provider.call_provider`: ``provider.jsonl`` and
+(:func:`eceb_worker.io.paired.provider.call_provider`: ``provider.jsonl`` and
 ``provider.stderr``), reads the repository's fingerprint again, reads the
 captured stream, checks the answer, writes ``runner.stdout`` and
 ``runner.stderr`` (what the runner printed for the attempt) and last
@@ -62,11 +62,11 @@ from eceb_worker.families.paired.transport import (
     read_transport,
 )
 from eceb_worker.io.files import atomic_write, read_input
-from eceb_worker.io.git import git_state
-from eceb_worker.io.provider import DeferredSignals, ProviderExit, call_provider, environment_names
-from eceb_worker.pipeline.experiment import file_digest, utc_now, write_record
-from eceb_worker.pipeline.pair_checks import PairRun, attempt_id_of, link_problems
-from eceb_worker.render.pair_status import usage_text
+from eceb_worker.io.paired.git import git_state
+from eceb_worker.io.paired.provider import DeferredSignals, ProviderExit, call_provider, environment_names
+from eceb_worker.pipeline.paired.checks import PairRun, attempt_id_of, link_problems
+from eceb_worker.pipeline.paired.experiment import file_digest, utc_now, write_record
+from eceb_worker.render.paired.status import usage_text
 
 __all__ = ["AttemptReport", "RunnerLog", "run_attempt"]
 

@@ -42,8 +42,7 @@ from eceb_worker.families.paired.summary_document import (
     Reexecution,
     Summary,
 )
-from eceb_worker.pipeline.experiment import decode_record
-from eceb_worker.pipeline.pair_evidence import (
+from eceb_worker.pipeline.paired.evidence import (
     PairFiles,
     located_text,
     pair_directories,
@@ -55,8 +54,9 @@ from eceb_worker.pipeline.pair_evidence import (
     read_task,
     writable,
 )
-from eceb_worker.pipeline.pair_outcomes import Policy, repository_problems
-from eceb_worker.pipeline.pair_summary_attempt import summarize_attempt
+from eceb_worker.pipeline.paired.experiment import decode_record
+from eceb_worker.pipeline.paired.outcomes import Policy, repository_problems
+from eceb_worker.pipeline.paired.summary_attempt import summarize_attempt
 
 __all__ = ["pair_directories", "summarize_pairs"]
 

@@ -40,11 +40,11 @@ from eceb_worker.families.paired.preflight import budget_problems
 from eceb_worker.families.paired.records import Authorization, Freeze, Manifest
 from eceb_worker.families.paired.schedule import Arm, plan
 from eceb_worker.families.paired.specs import TASK_SCHEMAS, Check, TaskSpec
-from eceb_worker.io.executables import ask_version
 from eceb_worker.io.files import read_input
-from eceb_worker.io.git import GitState, git_state
-from eceb_worker.io.ledger import Ledger
-from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record
+from eceb_worker.io.paired.executables import ask_version
+from eceb_worker.io.paired.git import GitState, git_state
+from eceb_worker.io.paired.ledger import Ledger
+from eceb_worker.pipeline.paired.experiment import Experiment, check_bound_files, read_record
 
 __all__ = [
     "LINK",
@@ -153,7 +153,7 @@ def check_provider(freeze: Freeze, manifest: Manifest) -> None:
     """Refuse (:class:`ExecutionRefused`) unless every arm's command line runs
     the provider executable at the frozen real path, its bytes have the
     frozen BLAKE3 and size, it is executable, and its ``--version``, asked
-    again (:func:`~eceb_worker.io.executables.ask_version`, the freeze's
+    again (:func:`~eceb_worker.io.paired.executables.ask_version`, the freeze's
     timeout), prints the frozen version: a start is only recorded for the
     frozen provider, one that can be spawned. Called before every attempt's
     start in the ledger (seed: "Paid experiment preflight conditions", the

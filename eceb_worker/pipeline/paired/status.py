@@ -26,10 +26,10 @@ from eceb_worker.families.paired.status import (
 )
 from eceb_worker.families.paired.transport import read_transport
 from eceb_worker.io.files import read_input
-from eceb_worker.io.ledger import Ledger, LedgerEntry
-from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record
-from eceb_worker.pipeline.pair_approvals import continuation_problem
-from eceb_worker.pipeline.pair_checks import attempt_id_of
+from eceb_worker.io.paired.ledger import Ledger, LedgerEntry
+from eceb_worker.pipeline.paired.approvals import continuation_problem
+from eceb_worker.pipeline.paired.checks import attempt_id_of
+from eceb_worker.pipeline.paired.experiment import Experiment, check_bound_files, read_record
 
 __all__ = ["arm_state", "experiment_status"]
 

@@ -49,11 +49,11 @@ from eceb_worker.families.paired.records import (
 )
 from eceb_worker.families.paired.schedule import Arm, ScheduledPair, plan
 from eceb_worker.io.bundles import write_new_directory
-from eceb_worker.io.executables import identify_executable
 from eceb_worker.io.files import read_input
-from eceb_worker.io.ledger import Ledger
-from eceb_worker.pipeline.experiment import Experiment, check_bound_files, read_record, utc_now
-from eceb_worker.pipeline.pair_checks import repository_change
+from eceb_worker.io.paired.executables import identify_executable
+from eceb_worker.io.paired.ledger import Ledger
+from eceb_worker.pipeline.paired.checks import repository_change
+from eceb_worker.pipeline.paired.experiment import Experiment, check_bound_files, read_record, utc_now
 
 __all__ = ["COSTS", "Prepared", "default_position", "prepare_pair", "verified_bytes"]
 

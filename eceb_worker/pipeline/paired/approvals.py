@@ -38,10 +38,10 @@ from eceb_worker.families.paired.records import (
     Freeze,
     Manifest,
 )
-from eceb_worker.io.ledger import Ledger
-from eceb_worker.pipeline.experiment import Experiment, read_record, utc_now, write_record
-from eceb_worker.pipeline.pair_checks import attempt_id_of
-from eceb_worker.pipeline.pair_freeze import refuse_once_started
+from eceb_worker.io.paired.ledger import Ledger
+from eceb_worker.pipeline.paired.checks import attempt_id_of
+from eceb_worker.pipeline.paired.experiment import Experiment, read_record, utc_now, write_record
+from eceb_worker.pipeline.paired.freeze import refuse_once_started
 
 __all__ = [
     "continuation_problem",
@@ -71,7 +71,7 @@ def authorize(
     Raises :class:`ExecutionRefused` when already authorized (an
     authorization or a ledger exists) or an attempt may have started (an
     entry of a ``task-pair-*/attempts`` directory exists:
-    :func:`~eceb_worker.pipeline.pair_freeze.refuse_once_started`; a ledger
+    :func:`~eceb_worker.pipeline.paired.freeze.refuse_once_started`; a ledger
     removed by hand is not authorized again); :class:`InputError` when
     ``freeze.json`` is missing, invalid or changed, or ``executions`` is
     more than the freeze allows or zero, or ``freeze.json`` is not the

@@ -40,10 +40,10 @@ from eceb_worker.families.paired.records import (
 )
 from eceb_worker.families.paired.schedule import TaskKind
 from eceb_worker.families.paired.specs import Declaration, TaskSpec
-from eceb_worker.io.executables import identify_executable
 from eceb_worker.io.files import check_not_an_input, path_inside, read_input
-from eceb_worker.io.git import GitState, git_state, object_at, show_file
-from eceb_worker.pipeline.experiment import Experiment, utc_now, write_record
+from eceb_worker.io.paired.executables import identify_executable
+from eceb_worker.io.paired.git import GitState, git_state, object_at, show_file
+from eceb_worker.pipeline.paired.experiment import Experiment, utc_now, write_record
 from eceb_worker.settings import read_setting
 
 __all__ = ["PROVIDER_VARIABLE", "Frozen", "freeze_experiment", "refuse_once_started"]
