@@ -195,7 +195,7 @@ def item_problems(
     return found
 
 
-def decode_document(
+def decode_document(  # noqa: C901, PLR0912 - every failure of the one decoder (syntax, depth, surrogates, schema) located in one pass
     data: bytes,
     struct: type[T],
     *,

@@ -149,7 +149,7 @@ def read_registry(data: bytes, name: str, *, shard_bytes: int = DEFAULT_SHARD_BY
     return scan_registry(lambda: (data,), name, keep=KEEP_ALL, shard_bytes=shard_bytes, digest_ranges=False)
 
 
-def scan_registry(
+def scan_registry(  # noqa: C901, PLR0912 - one streaming pass over the registry: header, lines, order and duplicates checked as read
     open_chunks: ChunkSource,
     name: str,
     *,

@@ -180,7 +180,7 @@ class LocalStorage:
                 _close_directory(dir_fd)
         return results
 
-    def check_artifacts(
+    def check_artifacts(  # noqa: PLR0912 - each way a file can fail to read as registered (missing, link, not regular, changed while read)
         self, artifacts: Sequence[Registered], observer: ReadObserver | None = None
     ) -> tuple[int, list[tuple[int, HashResult]]]:
         """Re-hash registered artifacts, comparing as it reads (see

@@ -176,7 +176,7 @@ def describe_endpoint(client: Any) -> str:
     return f"the endpoint {url}"
 
 
-def s3_error(  # noqa: PLR0911 - a table
+def s3_error(  # noqa: PLR0911, C901, PLR0912 - a table of the failures S3 gives
     exc: BaseException, role: Role, where: str, path: str = "", *, endpoint: str = "the endpoint"
 ) -> EcebError:
     """The eceb error for a failed request (one of :data:`FAILURES`).

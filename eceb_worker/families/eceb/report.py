@@ -306,7 +306,7 @@ _SAVINGS_FIGURES: Final = (
 """What every passing task has (the report's shape gives it to every task evaluated)."""
 
 
-def report_problems(report: Report, file: str) -> list[Problem]:
+def report_problems(report: Report, file: str) -> list[Problem]:  # noqa: C901, PLR0912 - one check per self-contradiction a report may hold (§12), each independent
     """What makes a decoded report contradict itself, as problems of
     ``file``: a task id given twice (``tasks[i]``, ``task_id``), a passing
     task without its minimum viable budget, compiled tokens or token

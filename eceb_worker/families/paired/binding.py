@@ -127,7 +127,7 @@ def _file_problems(
     return problems
 
 
-def _arm_problems(
+def _arm_problems(  # noqa: C901 - one check per field two arms must share, named each
     manifest: Manifest,
     freeze: Freeze,
     task: FrozenTask | None,

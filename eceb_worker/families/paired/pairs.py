@@ -87,7 +87,7 @@ def option_value(argv: tuple[str, ...], flag: str) -> str | None:
     return None
 
 
-def arm_problems(manifest: Manifest, file: str) -> list[Problem]:
+def arm_problems(manifest: Manifest, file: str) -> list[Problem]:  # noqa: C901 - one check per way the arms may differ but for their context
     """Every way ``manifest``'s two arms are not the same but for their
     context (``file``: the manifest's name): their order must be the
     schedule's, their :class:`~eceb_worker.families.paired.records.ArmInputs`

@@ -255,7 +255,7 @@ def schedule_check(pairs: Sequence[PairSummary]) -> ScheduleCheck:
 # --- the verdict
 
 
-def verdict(
+def verdict(  # noqa: C901 - every reason a verdict cannot be given, listed together
     pairs: Sequence[PairSummary],
     frozen_pairs: int,
     overall: Breakdown,

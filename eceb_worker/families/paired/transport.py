@@ -268,7 +268,7 @@ class _Reading:
         self.malformed = True
         self.problems.append(f"line {line}: {message}")
 
-    def event(self, line: int, event: dict[str, Any]) -> None:
+    def event(self, line: int, event: dict[str, Any]) -> None:  # noqa: PLR0912 - one branch per event type of the provider's stream
         kind = event.get("type")
         if not isinstance(kind, str) or kind not in _KNOWN:
             self.bad(line, f"unknown event type {kind!r}")

@@ -233,7 +233,7 @@ def _discard(staging: Path, created: bool) -> None:
             staging.parent.rmdir()
 
 
-def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: RunnerLog) -> AttemptReport | None:
+def run_attempt(pair: PairRun, index: int, signals: DeferredSignals, log: RunnerLog) -> AttemptReport | None:  # noqa: C901, PLR0912, PLR0915 - the attempt's steps in their commit order, each journaled before the next; a candidate to split
     """Run arm ``index`` of the manifest's arms once (module), ``signals``
     entered by the caller. Returns ``None`` when a stop signal arrived
     before the commit point (nothing started, nothing kept). Raises

@@ -183,7 +183,7 @@ def _relative(*parts: str) -> str:
     return posixpath.normpath(posixpath.join(*parts))
 
 
-def freeze_experiment(
+def freeze_experiment(  # noqa: C901, PLR0915 - the freeze's checks and records in the order the reference gives them
     benchmark_path: Path, repository: Path, into: Path, *, observed_stream: Path | None = None
 ) -> Frozen:
     """Freeze the experiment of ``benchmark_path`` over the git work tree

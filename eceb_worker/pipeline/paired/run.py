@@ -78,7 +78,7 @@ def _why_stop(report: AttemptReport) -> str | None:
     return None
 
 
-def run_pair(
+def run_pair(  # noqa: C901, PLR0912 - a pair's arms in schedule order with the stops between them
     directory: Path, signals: DeferredSignals, out: Callable[[str], None], err: Callable[[str], None]
 ) -> PairOutcome:
     """Run the pair of ``directory`` (module), printing through ``out`` and
