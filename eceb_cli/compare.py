@@ -14,7 +14,7 @@ import click
 from eceb_cli import exit_codes
 from eceb_cli.arguments import location
 from eceb_cli.console import endpoint
-from eceb_cli.conventions import is_quiet
+from eceb_cli.conventions import exits, is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.families.eceb.comparison import Thresholds, compare_reports, encode_comparison
 from eceb_worker.io.locations import Locator
@@ -95,6 +95,7 @@ def threshold_options(function: F) -> F:
     return cast("F", decorated)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT, exit_codes.REGRESSION)
 @click.command()
 @click.argument("old_path", metavar="OLD_REPORT", callback=location)
 @click.argument("new_path", metavar="NEW_REPORT", callback=location)

@@ -6,139 +6,121 @@ in one place as a command is resolved (:class:`ConventionalGroup`):
   informational line (:func:`info`);
 - ``-v``/``--verbose`` adds detail lines (:func:`detail`) and the traceback
   of an internal error;
-- ``--help`` ends with the command's exit codes, from one table
-  (:data:`EXITS` here, their meanings in :mod:`eceb_cli.exit_codes`);
+- ``--help`` ends with the command's exit codes, declared beside the
+  command (:func:`exits`, their meanings in :mod:`eceb_cli.exit_codes`);
+  a group's with every code its commands declare;
 - a stop by signal is worded the same way whatever the signal
   (:func:`stopped_line`): Ctrl-C, SIGTERM and SIGHUP.
 """
 
 from __future__ import annotations
 
+import inspect
 import signal
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 import click
 
 from eceb_cli import exit_codes
 
 __all__ = [
-    "EXITS",
     "ConventionalGroup",
     "Stopped",
     "adopt",
     "command_path",
     "detail",
-    "exit_codes_epilog",
-    "group_epilog",
+    "exit_meanings",
+    "exits",
+    "gather_exits",
     "info",
     "is_quiet",
     "is_verbose",
     "say",
     "stopped_line",
     "verbosity_of",
-    "Verbosity",
 ]
 
+_ALWAYS: Final = (exit_codes.OK, exit_codes.USAGE, exit_codes.INTERNAL)
+"""What any command can end with: success, a usage error, a bug."""
 _STOPS: Final = (exit_codes.HANGUP, exit_codes.INTERRUPTED, exit_codes.TERMINATED)
-_COMMON: Final = (exit_codes.OK, exit_codes.USAGE, exit_codes.INTERNAL, *_STOPS)
-"""What any command can end with: success, a usage error, a bug, a stop by signal."""
-_CLUSTER: Final = (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE)
+"""What a command stopped by a signal ends with (SIGHUP, Ctrl-C, SIGTERM)."""
 
-EXITS: Final[dict[str, tuple[int, ...]]] = {
-    "eceb compare": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT, exit_codes.REGRESSION),
-    "eceb corpus register": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT, *_STOPS),
-    "eceb corpus root": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, *_STOPS),
-    "eceb corpus verify": (
-        *_COMMON,
-        exit_codes.BAD_INPUT,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.STORAGE,
-        exit_codes.OUTPUT,
-        *_STOPS,
-    ),
-    "eceb evaluate": (
-        *_COMMON,
-        exit_codes.TASKS_FAILED,
-        exit_codes.BAD_INPUT,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.STORAGE,
-        exit_codes.OUTPUT,
-        *_STOPS,
-    ),
-    "eceb pair approve": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED, *_STOPS),
-    "eceb pair authorize": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED, *_STOPS),
-    "eceb pair freeze": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED, *_STOPS),
-    "eceb pair plan": (*_COMMON,),
-    "eceb pair prepare": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED, *_STOPS),
-    "eceb pair run": (
-        *_COMMON,
-        exit_codes.TASKS_FAILED,
-        exit_codes.BAD_INPUT,
-        exit_codes.OUTPUT,
-        exit_codes.EXECUTION_REFUSED,
-        *_STOPS,
-    ),
-    "eceb pair status": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT),
-    "eceb pair stop": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.OUTPUT, *_STOPS),
-    "eceb pair summary": (*_COMMON, exit_codes.TASKS_FAILED, exit_codes.BAD_INPUT, exit_codes.OUTPUT, *_STOPS),
-    "eceb publish": (
-        *_COMMON,
-        exit_codes.BAD_INPUT,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.STORAGE,
-        exit_codes.OUTPUT,
-        exit_codes.PUBLICATION_REFUSED,
-        *_STOPS,
-    ),
-    "eceb render": (*_COMMON, exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT, *_STOPS),
-    "eceb validate": (*_COMMON, exit_codes.BAD_INPUT),
-    "eceb-dist cancel": (*_CLUSTER, exit_codes.NO_SUCH_JOB),
-    "eceb-dist jobs": _CLUSTER,
-    "eceb-dist nightly": (
-        *_CLUSTER,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.NO_SUCH_JOB,
-        exit_codes.OUTPUT,
-        exit_codes.JOB_CANCELLED,
-        exit_codes.REGRESSION,
-        exit_codes.JOB_NOT_FINISHED,
-    ),
-    "eceb-dist nightly-accept": _CLUSTER,
-    "eceb-dist probe": (exit_codes.OK, exit_codes.TASKS_FAILED, exit_codes.USAGE, exit_codes.INTERNAL),
-    "eceb-dist result": (
-        *_CLUSTER,
-        exit_codes.TASKS_FAILED,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.OUTPUT,
-        exit_codes.NO_SUCH_JOB,
-        exit_codes.JOB_CANCELLED,
-        exit_codes.JOB_NOT_FINISHED,
-    ),
-    "eceb-dist status": (*_CLUSTER, exit_codes.NO_SUCH_JOB),
-    "eceb-dist submit": _CLUSTER,
-    "eceb-dist verify": _CLUSTER,
-    "eceb-dist wait": (
-        *_CLUSTER,
-        exit_codes.TASKS_FAILED,
-        exit_codes.VERIFICATION_FAILED,
-        exit_codes.NO_SUCH_JOB,
-        exit_codes.JOB_CANCELLED,
-        exit_codes.JOB_NOT_FINISHED,
-    ),
-    "eceb-dist worker": (*_COMMON, exit_codes.STORAGE, *_STOPS),
-}
-"""The exit codes each command can end with (README, "Exit codes")."""
 
-_TASKS_FAIL: Final = {exit_codes.TASKS_FAILED: "failing tasks"}
-_MEANINGS: Final[dict[str, dict[int, str]]] = {
-    "eceb evaluate": _TASKS_FAIL,
-    "eceb pair run": {exit_codes.TASKS_FAILED: "an attempt not completed"},
-    "eceb pair summary": {exit_codes.TASKS_FAILED: "no verdict"},
-    "eceb-dist probe": {exit_codes.TASKS_FAILED: "not ready (the worker does not answer or does not consume eceb)"},
-    "eceb-dist result": _TASKS_FAIL,
-    "eceb-dist wait": _TASKS_FAIL,
-}
-"""Where a command gives a code a meaning of its own."""
+@dataclass(frozen=True)
+class Exits:
+    """The exit codes one command declares (:func:`exits`): ``codes``, in
+    ascending order, those every command ends with included; ``meanings``,
+    the codes it gives a meaning of its own (``{1: "no verdict"}``)."""
+
+    codes: tuple[int, ...]
+    meanings: Mapping[int, str]
+
+
+_DECLARED: Final[dict[click.Command, Exits]] = {}
+"""Each command's declaration (:func:`exits`)."""
+_GROUP_MEANINGS: Final[dict[click.Command, Mapping[int, str]]] = {}
+"""The meanings a group gives codes for all its commands (:func:`exit_meanings`)."""
+
+CommandT = TypeVar("CommandT", bound=click.Command)
+
+
+def exits(*codes: int, meanings: Mapping[int, str] | None = None, stops: bool = True) -> Callable[[CommandT], CommandT]:
+    """Declare, beside a command's definition (placed above its
+    ``@click.command()``), the exit codes it can end with (README, "Exit
+    codes"): ``codes``, plus 0, 2 and 70, which any command can end with,
+    plus 129, 130 and 143 (a stop by signal) unless ``stops`` is false;
+    ``meanings`` are the codes it gives a meaning of its own, over
+    :data:`eceb_cli.exit_codes.SHORT`. Its ``--help`` ends with them
+    (:func:`adopt`), and its groups' ``--help`` gathers them. Raises
+    ``TypeError`` on a group (a group lists its commands' codes) or a code
+    not in :mod:`eceb_cli.exit_codes`."""
+    unknown = sorted({*codes, *(meanings or {})} - set(exit_codes.SHORT))
+    if unknown:
+        raise TypeError(f"not exit codes of eceb_cli.exit_codes: {unknown}")
+    declared = Exits(tuple(sorted({*_ALWAYS, *(_STOPS if stops else ()), *codes})), dict(meanings or {}))
+
+    def declare(command: CommandT) -> CommandT:
+        if isinstance(command, click.Group) or not isinstance(command, click.Command):
+            raise TypeError(f"exits() declares the codes of a command, not of {command!r}")
+        _DECLARED[command] = declared
+        return command
+
+    return declare
+
+
+def exit_meanings(meanings: Mapping[int, str]) -> Callable[[CommandT], CommandT]:
+    """Give codes a meaning of their own in the ``--help`` of every command
+    under a group (placed above its ``@click.group()``): ``eceb-dist``'s 5
+    is "storage or cluster unavailable". A command's own meanings
+    (:func:`exits`) come before its group's. Raises ``TypeError`` on a
+    command that is not a group."""
+
+    def declare(group: CommandT) -> CommandT:
+        if not isinstance(group, click.Group):
+            raise TypeError(f"exit_meanings() is for a group, not {group!r}")
+        _GROUP_MEANINGS[group] = dict(meanings)
+        return group
+
+    return declare
+
+
+def gather_exits(group: click.Group, ctx: click.Context | None = None) -> dict[str, Exits]:
+    """Every command under ``group`` (its subgroups' included, loaded if
+    need be) by its path (``"eceb corpus verify"``), with its declaration
+    (:func:`exits`); a command without one is left out. ``ctx`` is
+    ``group``'s context (a new one when ``None``)."""
+    if ctx is None:
+        ctx = click.Context(group, info_name=group.name)
+    gathered: dict[str, Exits] = {}
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            gathered.update(gather_exits(command, click.Context(command, info_name=name, parent=ctx)))
+        elif command is not None and command in _DECLARED:
+            gathered[command_path(ctx, name)] = _DECLARED[command]
+    return gathered
 
 
 class Verbosity:
@@ -222,23 +204,33 @@ def stopped_line(signum: int) -> str:
     return f"{what}: stopped; no partial output was left"
 
 
-def exit_codes_epilog(path: str) -> str:
-    """``Exit codes: 0 success, 2 usage error, ...`` for the command at ``path``
-    (``"eceb evaluate"``); empty for a path without an entry in :data:`EXITS`."""
-    codes = EXITS.get(path)
-    if codes is None:
+def _command_epilog(command: click.Command, ctx: click.Context) -> str:
+    """``Exit codes: 0 success, 2 usage error, ...`` for ``command``, a
+    subcommand of ``ctx``'s group: its declaration (:func:`exits`), in the
+    meanings of :data:`~eceb_cli.exit_codes.SHORT`, over them its groups'
+    (:func:`exit_meanings`, the outermost first), over those its own; empty
+    for a command that declared nothing."""
+    declared = _DECLARED.get(command)
+    if declared is None:
         return ""
-    meanings = {**exit_codes.SHORT, **_MEANINGS.get(path, {})}
-    if path.startswith("eceb-dist "):
-        meanings[exit_codes.STORAGE] = "storage or cluster unavailable"
-    return "Exit codes: " + ", ".join(f"{code} {meanings[code]}" for code in sorted(set(codes))) + "."
+    groups: list[click.Command] = []
+    current: click.Context | None = ctx
+    while current is not None:
+        groups.append(current.command)
+        current = current.parent
+    meanings = dict(exit_codes.SHORT)
+    for group in reversed(groups):
+        meanings.update(_GROUP_MEANINGS.get(group, {}))
+    meanings.update(declared.meanings)
+    return "Exit codes: " + ", ".join(f"{code} {meanings[code]}" for code in declared.codes) + "."
 
 
-def group_epilog(prefix: str) -> str:
-    """``Exit codes (of its commands): ...`` for the group at ``prefix``
-    (``"eceb"``, ``"eceb pair"``): every code a command under it can end
-    with, each command's ``--help`` saying which."""
-    codes = sorted({code for path, listed in EXITS.items() if path.startswith(prefix + " ") for code in listed})
+def _group_epilog(group: click.Group, ctx: click.Context) -> str:
+    """``Exit codes of its commands ...: ...`` for ``group`` (at ``ctx``):
+    every code a command under it declares (:func:`gather_exits`), in the
+    meanings of :data:`~eceb_cli.exit_codes.SHORT`, each command's
+    ``--help`` saying which."""
+    codes = sorted({code for declared in gather_exits(group, ctx).values() for code in declared.codes})
     return (
         "Exit codes of its commands (each command's --help says which it ends with): "
         + ", ".join(f"{code} {exit_codes.SHORT[code]}" for code in codes)
@@ -261,18 +253,19 @@ _LEVELS: Final = (
 """The verbosity options every command gets: short and long name, level, help."""
 
 
-def adopt(command: click.Command, path: str) -> click.Command:
-    """Give ``command`` (found at ``path``, e.g. ``"eceb corpus verify"``) the
+def adopt(command: click.Command, ctx: click.Context, name: str) -> click.Command:
+    """Give ``command`` (subcommand ``name`` of ``ctx``'s group) the
     conventions: ``-q``/``-v`` (unless it has options of those names) and
-    the exit-codes epilog; a group's subcommands get them as they are
-    resolved. Idempotent; returns ``command``."""
+    the exit-codes epilog of its declaration (:func:`exits`); a group's
+    subcommands get them as they are resolved, its own epilog lists theirs.
+    Idempotent; returns ``command``. Raises ``TypeError`` for a group that
+    is not a :class:`ConventionalGroup`."""
     if getattr(command, "_eceb_adopted", False):
         return command
     command._eceb_adopted = True  # type: ignore[attr-defined]
     if isinstance(command, click.Group):
         if not isinstance(command, ConventionalGroup):
-            raise TypeError(f"{path}: a group must be a ConventionalGroup")
-        command.epilog = group_epilog(path)
+            raise TypeError(f"{command_path(ctx, name)}: a group must be a ConventionalGroup")
         return command
     names = {name for param in command.params for name in param.opts}
     for short, long, level, text in _LEVELS:
@@ -287,7 +280,7 @@ def adopt(command: click.Command, path: str) -> click.Command:
                     help=text,
                 )
             )
-    epilog = exit_codes_epilog(path)
+    epilog = _command_epilog(command, ctx)
     if epilog and epilog not in (command.epilog or ""):
         command.epilog = f"{command.epilog}\n\n{epilog}" if command.epilog else epilog
     return command
@@ -301,7 +294,17 @@ class ConventionalGroup(click.Group):
         command = super().get_command(ctx, cmd_name)
         if command is None:
             return None
-        return adopt(command, command_path(ctx, cmd_name))
+        return adopt(command, ctx, cmd_name)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The group's epilog, then the exit codes of its commands
+        (gathered from their declarations when the help is shown: a
+        command loaded lazily is loaded then)."""
+        codes = _group_epilog(self, ctx)
+        epilog = inspect.cleandoc(self.epilog) if self.epilog else ""
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(f"{epilog}\n\n{codes}" if epilog else codes)
 
 
 def command_path(ctx: click.Context, name: str) -> str:

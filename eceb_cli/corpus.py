@@ -12,7 +12,7 @@ import msgspec
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import default_workers, endpoint, progress
-from eceb_cli.conventions import ConventionalGroup, info, is_verbose, say
+from eceb_cli.conventions import ConventionalGroup, exits, info, is_verbose, say
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES
 from eceb_worker.corpus.registry import registry_lines
@@ -26,7 +26,7 @@ from eceb_worker.pipeline.jobs import SCAN_COST
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
 from eceb_worker.render.text import finding_lines, unregistered_lines, verification_verdict
 
-__all__ = ["advance_by", "corpus", "print_findings", "print_verification", "source_options"]
+__all__ = ["advance_by", "corpus", "print_findings", "source_options"]
 
 
 def source_options(function: click.decorators.FC) -> click.decorators.FC:
@@ -72,6 +72,7 @@ def corpus() -> None:
     """Register, fingerprint and verify corpora (ECEB-0.1 §5)."""
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT)
 @corpus.command()
 @click.argument("source", callback=location)
 @click.option("--rules", "rules_path", callback=local_path, required=True, help="TOML rules file.")
@@ -142,6 +143,7 @@ def register(
     say(f"wrote {output}")
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
 @corpus.command()
 @click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @click.option("--json", "as_json", is_flag=True, help="Print the corpus root and artifact count as one JSON object.")
@@ -155,6 +157,7 @@ def root(registry_path: Path, as_json: bool) -> None:
     click.echo(registry.corpus_root)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.VERIFICATION_FAILED, exit_codes.STORAGE, exit_codes.OUTPUT)
 @corpus.command()
 @click.argument("registry_path", metavar="REGISTRY", callback=local_path)
 @click.option("--source", required=True, callback=location, help="The corpus: a directory or s3://bucket/prefix.")

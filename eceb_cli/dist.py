@@ -19,7 +19,7 @@ from eceb_cli import exit_codes
 from eceb_cli.arguments import no_disclosure_check_option, seconds, uncertainty_option
 from eceb_cli.cluster_commands import cluster_options, connect, submit_job
 from eceb_cli.console import endpoint
-from eceb_cli.conventions import group_epilog
+from eceb_cli.conventions import exit_meanings, exits
 from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
 from eceb_cli.dist_worker import check_metrics_port, refuse_passwords, worker_environment, worker_settings
 from eceb_cli.outcomes import (
@@ -48,12 +48,8 @@ from eceb_worker.render.text import artifacts_verified, tasks_pass, verification
 __all__ = ["main"]
 
 
-@click.group(
-    "eceb-dist",
-    cls=PipeSafeGroup,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=group_epilog("eceb-dist"),
-)
+@exit_meanings({exit_codes.STORAGE: "storage or cluster unavailable"})
+@click.group("eceb-dist", cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb-dist")
 def main() -> None:
     """Verify corpora and evaluate ECEB-0.1 runs on a cluster of Celery workers over Redis.
@@ -81,6 +77,7 @@ _CONCURRENCY = click.option(
 )
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
 @main.command()
 @click.argument("benchmark", metavar="BENCHMARK")
 @click.argument("run", metavar="RUN")
@@ -134,6 +131,7 @@ def submit(
     submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
 @main.command()
 @click.argument("registry", metavar="REGISTRY")
 @click.option("--corpus", required=True, help="The corpus: s3://bucket/prefix (or a directory every worker sees).")
@@ -176,6 +174,7 @@ def verify(
     submit_job(message, broker_url, result_backend, as_json=as_json, registry=registry)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.NO_SUCH_JOB)
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--watch", is_flag=True, help="Follow the job until it ends (progress bars on a terminal).")
@@ -203,6 +202,7 @@ def status(
         print_status(cluster, job_id, as_json=as_json)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
 @main.command()
 @click.option(
     "--limit", type=click.IntRange(min=1), default=DEFAULT_JOBS, show_default=True, help="List at most this many."
@@ -221,6 +221,16 @@ def jobs(
     print_jobs(connect(broker_url, result_backend), limit, as_json=as_json)
 
 
+@exits(
+    exit_codes.BAD_INPUT,
+    exit_codes.STORAGE,
+    exit_codes.TASKS_FAILED,
+    exit_codes.VERIFICATION_FAILED,
+    exit_codes.NO_SUCH_JOB,
+    exit_codes.JOB_CANCELLED,
+    exit_codes.JOB_NOT_FINISHED,
+    meanings={exit_codes.TASKS_FAILED: "failing tasks"},
+)
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--timeout", type=float, callback=seconds, help="Give up after this many seconds (exit 75).")
@@ -252,6 +262,17 @@ def wait(
     exit_for_verdict(state)
 
 
+@exits(
+    exit_codes.BAD_INPUT,
+    exit_codes.STORAGE,
+    exit_codes.TASKS_FAILED,
+    exit_codes.VERIFICATION_FAILED,
+    exit_codes.OUTPUT,
+    exit_codes.NO_SUCH_JOB,
+    exit_codes.JOB_CANCELLED,
+    exit_codes.JOB_NOT_FINISHED,
+    meanings={exit_codes.TASKS_FAILED: "failing tasks"},
+)
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @output_option("Write the report here (atomically; standard output without -o).")
@@ -287,6 +308,7 @@ def result(
     exit_for_verdict(state)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.NO_SUCH_JOB)
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @cluster_options
@@ -303,6 +325,7 @@ def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endp
     click.echo(f"job {job_id} cancelled")
 
 
+@exits(exit_codes.STORAGE)
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--concurrency", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)

@@ -12,7 +12,7 @@ import msgspec
 from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location, no_disclosure_check_option, uncertainty_option
 from eceb_cli.console import endpoint, progress
-from eceb_cli.conventions import info, is_quiet
+from eceb_cli.conventions import exits, info, is_quiet
 from eceb_cli.corpus import advance_by, print_findings, source_options
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.corpus.storage import StorageSpec
@@ -29,6 +29,14 @@ from eceb_worker.render.text import report_lines, verdict_line
 __all__ = ["evaluate", "validate"]
 
 
+@exits(
+    exit_codes.TASKS_FAILED,
+    exit_codes.BAD_INPUT,
+    exit_codes.VERIFICATION_FAILED,
+    exit_codes.STORAGE,
+    exit_codes.OUTPUT,
+    meanings={exit_codes.TASKS_FAILED: "failing tasks"},
+)
 @click.command()
 @click.argument("benchmark_path", metavar="BENCHMARK", callback=location)
 @click.argument("run_path", metavar="RUN", callback=location)
@@ -110,6 +118,7 @@ def evaluate(
         sys.exit(exit_codes.TASKS_FAILED)
 
 
+@exits(exit_codes.BAD_INPUT)
 @click.command()
 @click.argument("path", metavar="FILE", callback=local_path)
 @click.option(

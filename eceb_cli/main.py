@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-from eceb_cli.conventions import adopt, command_path, group_epilog
+from eceb_cli.conventions import adopt
 from eceb_cli.streams import PipeSafeGroup
 from eceb_worker import __version__
 
@@ -39,12 +39,10 @@ class _LazyGroup(PipeSafeGroup):
         module, _, attribute = _COMMANDS[cmd_name].partition(":")
         command = getattr(importlib.import_module(module), attribute)
         assert isinstance(command, click.Command)
-        return adopt(command, command_path(ctx, cmd_name))
+        return adopt(command, ctx, cmd_name)
 
 
-@click.group(
-    "eceb", cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=group_epilog("eceb")
-)
+@click.group("eceb", cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eceb")
 def main() -> None:
     """Evaluate context-efficiency runs against ECEB-0.1 benchmarks."""

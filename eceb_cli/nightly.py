@@ -40,7 +40,7 @@ from eceb_cli.arguments import seconds
 from eceb_cli.cluster_commands import cluster_options, submit_job
 from eceb_cli.compare import threshold_options
 from eceb_cli.console import endpoint
-from eceb_cli.conventions import info, is_quiet, say
+from eceb_cli.conventions import exits, info, is_quiet, say
 from eceb_cli.outcomes import exit_for, result_bytes, wait_until_ended
 from eceb_cli.outputs import Output, output_option
 from eceb_cli.submission import evaluation_message
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from eceb_worker.families.eceb.comparison import Thresholds
     from eceb_worker.io.objects import ObjectStore
 
-__all__ = ["BASELINE", "LATEST", "accept_night", "nightly", "reports_prefix"]
+__all__ = ["accept_night", "nightly"]
 
 LATEST: Final = "latest.json"
 """The object under the reports prefix that holds the last night's report."""
@@ -80,6 +80,16 @@ def reports_prefix(value: str) -> str:
     return prefix
 
 
+@exits(
+    exit_codes.BAD_INPUT,
+    exit_codes.STORAGE,
+    exit_codes.VERIFICATION_FAILED,
+    exit_codes.NO_SUCH_JOB,
+    exit_codes.OUTPUT,
+    exit_codes.JOB_CANCELLED,
+    exit_codes.REGRESSION,
+    exit_codes.JOB_NOT_FINISHED,
+)
 @click.command()
 @click.argument("benchmark", metavar="BENCHMARK")
 @click.argument("run", metavar="RUN")
@@ -199,6 +209,7 @@ def _keep(objects: ObjectStore, data: bytes, job_id: str, *urls: str) -> None:
         say(f"{url} now holds tonight's report (job {job_id})")
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
 @click.command("nightly-accept")
 @click.argument("accepted", metavar="JOB|REPORT")
 @click.option(

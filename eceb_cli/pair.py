@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from eceb_cli.conventions import ConventionalGroup, is_quiet
+from eceb_cli.conventions import ConventionalGroup, exits, is_quiet
 from eceb_cli.outputs import Output
 from eceb_cli.pair_run import run, status
 from eceb_cli.pair_setup import approve, authorize_command, freeze, prepare, stop
@@ -23,6 +23,7 @@ def pair() -> None:
     overview, B: a task cue) given to a coding-agent CLI on the same tasks."""
 
 
+@exits()
 @pair.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as canonical JSON (schema pair-plan-v0.1).")
 def plan(as_json: bool) -> None:

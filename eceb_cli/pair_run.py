@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
+from eceb_cli.conventions import exits
 from eceb_cli.outputs import Output
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.families.paired.outcome import signal_name
@@ -30,6 +31,13 @@ def _err(line: str) -> None:
     click.echo(line, err=True)
 
 
+@exits(
+    exit_codes.TASKS_FAILED,
+    exit_codes.BAD_INPUT,
+    exit_codes.OUTPUT,
+    exit_codes.EXECUTION_REFUSED,
+    meanings={exit_codes.TASKS_FAILED: "an attempt not completed"},
+)
 @click.command()
 @click.argument("pair_directory", metavar="PAIRDIR", type=click.Path(path_type=Path, file_okay=False))
 def run(pair_directory: Path) -> None:
@@ -53,6 +61,7 @@ def run(pair_directory: Path) -> None:
     sys.exit(exit_codes.OK if outcome.completed else exit_codes.TASKS_FAILED)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT)
 @click.command()
 @click.argument("experiment", metavar="EXPERIMENT", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as canonical JSON (schema pair-status-v0.1).")

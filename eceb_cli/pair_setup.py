@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 import msgspec
 
+from eceb_cli import exit_codes
+from eceb_cli.conventions import exits
 from eceb_worker.families.paired.records import Freeze, ObservedSupport
 from eceb_worker.pipeline.paired.approvals import BILLING_NOTICE, approve_continuation, authorize, stop_spending
 from eceb_worker.pipeline.paired.freeze import freeze_experiment
@@ -77,6 +79,7 @@ def _freeze_lines(record: Freeze) -> list[str]:
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print what was written as one JSON object.")
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED)
 @click.command()
 @click.argument("benchmark", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -123,6 +126,7 @@ def freeze(benchmark: Path, repository: Path, into: Path, observed_stream: Path 
     click.echo("Freezing authorizes nothing: paid execution needs `eceb pair authorize` (G3), a person's decision.")
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED)
 @click.command("authorize")
 @click.argument("experiment", type=_EXPERIMENT)
 @click.option(
@@ -156,6 +160,7 @@ def authorize_command(experiment: Path, approver: str, executions: int | None, f
     click.echo(BILLING_NOTICE)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED)
 @click.command()
 @click.argument("experiment", type=_EXPERIMENT)
 @click.option(
@@ -179,6 +184,7 @@ def approve(experiment: Path, approver: str) -> None:
     click.echo(BILLING_NOTICE)
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT)
 @click.command()
 @click.argument("experiment", type=_EXPERIMENT)
 @click.option(
@@ -191,6 +197,7 @@ def stop(experiment: Path, reason: str) -> None:
     click.echo("No execution starts after this stop.")
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.OUTPUT, exit_codes.EXECUTION_REFUSED)
 @click.command()
 @click.argument("experiment", type=_EXPERIMENT)
 @click.option(

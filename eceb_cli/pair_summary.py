@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from eceb_cli import exit_codes
-from eceb_cli.conventions import is_quiet
+from eceb_cli.conventions import exits, is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.errors import OutputError
@@ -49,6 +49,9 @@ def _check_outputs(outputs: list[Output], inputs: list[Path], assessments: tuple
         raise OutputError("-o - and --csv - both ask for standard output: give one of them a file")
 
 
+@exits(
+    exit_codes.TASKS_FAILED, exit_codes.BAD_INPUT, exit_codes.OUTPUT, meanings={exit_codes.TASKS_FAILED: "no verdict"}
+)
 @click.command()
 @click.argument(
     "directories", metavar="DIR...", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False)

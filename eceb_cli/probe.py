@@ -22,12 +22,13 @@ from typing import Final, NoReturn
 
 import click
 
+from eceb_cli import exit_codes
 from eceb_cli.arguments import seconds
 from eceb_cli.cluster_commands import cluster_options, connect
-from eceb_cli.conventions import say
+from eceb_cli.conventions import exits, say
 from eceb_worker.errors import StorageError
 
-__all__ = ["NODE_PREFIX", "NOT_READY", "TIMEOUT_MAX_S", "node_name", "probe"]
+__all__ = ["NODE_PREFIX", "probe"]
 
 NODE_PREFIX: Final = "eceb"
 """The part of a worker's node name before ``@``: the Deployment starts each
@@ -72,6 +73,11 @@ def _not_ready(reason: str) -> NoReturn:
     sys.exit(NOT_READY)
 
 
+@exits(
+    exit_codes.TASKS_FAILED,
+    meanings={exit_codes.TASKS_FAILED: "not ready (the worker does not answer or does not consume eceb)"},
+    stops=False,
+)
 @click.command()
 @click.option(
     "--node",

@@ -8,9 +8,10 @@ from typing import get_args
 
 import click
 
+from eceb_cli import exit_codes
 from eceb_cli.arguments import local_path, location
 from eceb_cli.console import endpoint
-from eceb_cli.conventions import info, say
+from eceb_cli.conventions import exits, info, say
 from eceb_cli.corpus import print_findings, source_options
 from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.urls import check_location
@@ -40,6 +41,13 @@ def _files(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) 
     return tuple(path for value in values if (path := local_path(ctx, param, value)) is not None)
 
 
+@exits(
+    exit_codes.BAD_INPUT,
+    exit_codes.VERIFICATION_FAILED,
+    exit_codes.STORAGE,
+    exit_codes.OUTPUT,
+    exit_codes.PUBLICATION_REFUSED,
+)
 @click.command()
 @click.argument("inputs", nargs=-1, metavar="BENCHMARK RUN REPORT", callback=_files)
 @click.option("-o", "--output", "output", callback=_directory, metavar="DIR", help="The bundle: a new directory.")

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import click
 
+from eceb_cli import exit_codes
 from eceb_cli.arguments import location
 from eceb_cli.console import endpoint
-from eceb_cli.conventions import detail, info
+from eceb_cli.conventions import detail, exits, info
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.families.eceb.report import Report
 from eceb_worker.io.locations import Locator
@@ -17,6 +18,7 @@ from eceb_worker.pipeline.reports import read_report
 __all__ = ["render"]
 
 
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT)
 @click.command()
 @click.argument("report_path", metavar="REPORT", callback=location)
 @click.argument("new_path", metavar="[NEW_REPORT]", required=False, callback=location)

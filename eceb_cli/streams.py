@@ -37,7 +37,7 @@ from eceb_cli.conventions import ConventionalGroup, Stopped, stopped_line
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-__all__ = ["PipeSafeGroup", "guard_standard_streams"]
+__all__ = ["PipeSafeGroup"]
 
 
 class _Failures:

@@ -21,15 +21,7 @@ if TYPE_CHECKING:
     from eceb_worker.io.objects import ObjectStore
     from eceb_worker.pipeline.messages import JobMessage
 
-__all__ = [
-    "DEFAULT_CONCURRENCY",
-    "REGISTRY_HEAD_BYTES",
-    "check_corpus_prefix",
-    "check_submission",
-    "corpus_argument",
-    "evaluation_message",
-    "object_argument",
-]
+__all__ = ["DEFAULT_CONCURRENCY", "check_submission", "corpus_argument", "evaluation_message", "object_argument"]
 
 DEFAULT_CONCURRENCY: Final = 16
 """Object reads a worker keeps in flight (``--concurrency``)."""

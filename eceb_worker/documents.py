@@ -34,11 +34,9 @@ __all__ = [
     "RULES",
     "VERIFICATION",
     "a_file_of",
-    "document_of_schema",
     "named_document",
     "wrong_kind",
     "render",
-    "write_schemas",
 ]
 
 REGISTRY: Final = Document("registry", REGISTRY_SCHEMA, "registry-header-v0.1.json", RegistryHeader)

@@ -76,7 +76,6 @@ from eceb_worker.settings import load_settings
 
 __all__ = [
     "QUEUE",
-    "RESULT_EXPIRES_S",
     "REDIS_SOCKET_TIMEOUT_S",
     "check_redis_url",
     "make_app",

@@ -18,7 +18,7 @@ from typing import Any, Final
 from eceb_worker.cluster.backend import policy_of
 from eceb_worker.errors import ShardLostError
 
-__all__ = ["COUNT_TTL_S", "DEFAULT_MAX_DELIVERIES", "MAX_DELIVERIES_SETTING", "check_delivery"]
+__all__ = ["MAX_DELIVERIES_SETTING", "check_delivery"]
 
 DEFAULT_MAX_DELIVERIES: Final = 3
 MAX_DELIVERIES_SETTING: Final = "eceb_max_deliveries"

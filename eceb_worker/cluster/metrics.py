@@ -42,13 +42,7 @@ from typing import Any, Final
 from eceb_worker.io.observers import RetryKind, observe_storage
 from eceb_worker.settings import read_setting
 
-__all__ = [
-    "DURATION_BUCKETS_S",
-    "METRICS_DIRECTORY_PREFIX",
-    "connect_metrics",
-    "shard_answered",
-    "task_retried",
-]
+__all__ = ["connect_metrics", "shard_answered", "task_retried"]
 
 DURATION_BUCKETS_S: Final = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 """Upper bounds of the shard duration histogram's buckets, in seconds."""

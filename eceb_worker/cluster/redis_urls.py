@@ -11,7 +11,7 @@ import ssl
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["TLS_PARAMETERS", "check_redis_url", "redis_tls_options"]
+__all__ = ["check_redis_url", "redis_tls_options"]
 
 
 _VERIFYING_CERT_REQS: Final = frozenset({"required", "CERT_REQUIRED"})

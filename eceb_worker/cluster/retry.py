@@ -43,15 +43,7 @@ from redis.retry import Retry
 
 from eceb_worker.errors import NoSuchBucketError, ShardFailedError, StorageError
 
-__all__ = [
-    "BACKOFF_MAX_S",
-    "DEFAULT_OUTAGE_S",
-    "LOST",
-    "OUTAGE_STEP_MAX_S",
-    "UNREACHABLE",
-    "OutageRetry",
-    "RetryPolicy",
-]
+__all__ = ["BACKOFF_MAX_S", "LOST", "OUTAGE_STEP_MAX_S", "UNREACHABLE", "RetryPolicy"]
 
 BACKOFF_MAX_S: Final = 60.0
 """The longest wait between two attempts of a task."""

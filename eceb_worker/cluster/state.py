@@ -15,17 +15,7 @@ from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.errors import ErrorKind
 from eceb_worker.pipeline.messages import Stage
 
-__all__ = [
-    "ACTIVE_KEY",
-    "JOBS_KEY",
-    "JOB_TTL_S",
-    "TERMINAL_PHASES",
-    "JobRecord",
-    "JobStore",
-    "Phase",
-    "decode_job",
-    "job_key",
-]
+__all__ = ["JOB_TTL_S", "TERMINAL_PHASES", "JobRecord", "JobStore", "Phase", "decode_job", "job_key"]
 
 
 JOB_TTL_S: Final = 7 * 24 * 3600

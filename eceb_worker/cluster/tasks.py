@@ -93,12 +93,7 @@ from eceb_worker.pipeline.messages import (
 from eceb_worker.pipeline.shards import Workspace
 from eceb_worker.settings import read_setting
 
-__all__ = [
-    "COORDINATE_TASK",
-    "REDUCE_TASKS",
-    "SHARD_TASKS",
-    "register_tasks",
-]
+__all__ = ["COORDINATE_TASK", "SHARD_TASKS", "register_tasks"]
 
 COORDINATE_TASK: Final = "eceb.coordinate"
 SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "eceb.evaluate_shard"}

@@ -18,7 +18,6 @@ from eceb_worker.cluster.state import TERMINAL_PHASES, JobRecord
 from eceb_worker.cluster.steps import COORDINATE, Progress, Step, step_stage
 
 __all__ = [
-    "SHOWN_STEPS",
     "JobStatus",
     "JobSummary",
     "StepState",

@@ -49,7 +49,7 @@ from eceb_worker.cluster.work import WorkStore, work_of
 from eceb_worker.errors import ErrorKind, StorageError
 from eceb_worker.pipeline.messages import ShardFailed, ShardTask, shard_index, stage_of
 
-__all__ = ["GONE_WAIT_S", "WATCH_KEY", "Watcher", "publish_reduce", "publish_step", "shard_revoked", "watch_jobs"]
+__all__ = ["WATCH_KEY", "Watcher", "publish_reduce", "shard_revoked", "watch_jobs"]
 
 GONE_WAIT_S: Final = 2.0
 """How long a stopping worker tries to say it is gone, in seconds."""

@@ -52,7 +52,7 @@ from eceb_worker.cluster.steps import (
     shard_step,
 )
 
-__all__ = ["STEP_SUFFIXES", "WorkStore", "sender", "work_of"]
+__all__ = ["WorkStore", "sender", "work_of"]
 
 STEP_SUFFIXES: Final = ("steps", "published", "republished", "started", "finished")
 """The keys of a job's work (``eceb:job:<id>:<suffix>``) that live as long as its state."""

@@ -27,15 +27,7 @@ from eceb_worker.errors import InputError, Problem
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
-__all__ = [
-    "decode_document",
-    "decoded_items",
-    "item_problems",
-    "json_path",
-    "problems_of_value",
-    "record_problems",
-    "split_location",
-]
+__all__ = ["decode_document", "decoded_items", "item_problems", "json_path", "record_problems", "split_location"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 _QUOTED: Final = re.compile(r"'([^']*)'")

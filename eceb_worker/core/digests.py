@@ -10,16 +10,7 @@ from typing import Annotated, Final
 import blake3
 import msgspec
 
-__all__ = [
-    "CHECK_READS",
-    "DIGEST_PATTERN",
-    "Digest",
-    "HashedBytes",
-    "RecordDigest",
-    "digest_bytes",
-    "digest_chunks",
-    "is_digest",
-]
+__all__ = ["CHECK_READS", "Digest", "HashedBytes", "RecordDigest", "digest_bytes", "digest_chunks", "is_digest"]
 
 HashedBytes = tuple[int, str]
 """``(size_bytes, digest)``: length of the bytes and their BLAKE3-256 in lowercase hex."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MICRO_USD", "grouped", "percent", "percent_bps", "signed", "usd"]
+__all__ = ["grouped", "percent", "percent_bps", "signed", "usd"]
 
 MICRO_USD: Final = 1_000_000
 """Micro-USD in a dollar."""

@@ -27,10 +27,7 @@ from typing import Annotated, Any, Final
 import msgspec
 
 __all__ = [
-    "FORBIDDEN_CHARACTERS",
-    "ID_DESCRIPTION",
     "ID_PATTERN",
-    "TRAILING_LINE_BREAK",
     "TRAILING_LINE_BREAK_SCHEMA",
     "Identifier",
     "RecordIdentifier",

@@ -16,17 +16,7 @@ import re
 import secrets
 from typing import Any, Final
 
-__all__ = [
-    "ITEM_DEPTH",
-    "MAX_DEPTH",
-    "SHOWN_CHARACTERS",
-    "Path",
-    "brief_repr",
-    "copy_object",
-    "decode_lenient",
-    "shorten",
-    "value_defects",
-]
+__all__ = ["ITEM_DEPTH", "MAX_DEPTH", "Path", "brief_repr", "copy_object", "decode_lenient", "value_defects"]
 
 MAX_DEPTH: Final = 64
 """The deepest nesting of arrays and objects a document may have (the

@@ -25,7 +25,6 @@ from typing import Final
 from urllib.parse import unquote, unquote_plus, urlsplit
 
 __all__ = [
-    "REDACTED",
     "check_location",
     "check_no_credentials",
     "is_s3_url",

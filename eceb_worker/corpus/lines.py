@@ -36,7 +36,6 @@ from eceb_worker.errors import Problem
 
 __all__ = [
     "Block",
-    "Decoded",
     "artifact_blocks",
     "artifact_line",
     "blocks",

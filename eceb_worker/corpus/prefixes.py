@@ -30,9 +30,7 @@ import msgspec
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, RehashShard
 
 __all__ = [
-    "DEFAULT_PREFIX_DEPTH",
     "S3_PREFIX_GET_RATE",
-    "PrefixSpread",
     "partition_prefix",
     "prefix_cap",
     "spread_order",

@@ -37,17 +37,7 @@ from eceb_worker.core.paths import printable_path
 from eceb_worker.corpus.artifacts import Classification, SourceKind
 from eceb_worker.errors import InputError, Problem
 
-__all__ = [
-    "UNCLASSIFIED_EXAMPLES",
-    "Classified",
-    "Rule",
-    "RulesFile",
-    "classify",
-    "classify_all",
-    "excluded",
-    "group_unclassified",
-    "parse_rules",
-]
+__all__ = ["RulesFile", "classify", "classify_all", "excluded", "group_unclassified", "parse_rules"]
 
 _FLAGS: Final = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
 

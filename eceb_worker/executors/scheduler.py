@@ -23,7 +23,7 @@ from eceb_worker.pipeline.jobs import AnswerCallback
 from eceb_worker.pipeline.messages import RehashTask, ShardAnswer, ShardTask
 from eceb_worker.pipeline.shards import Workspace
 
-__all__ = ["AHEAD", "HELPER_MIN_WORK_BYTES", "TaskStream", "single_core_bytes"]
+__all__ = ["HELPER_MIN_WORK_BYTES", "TaskStream", "single_core_bytes"]
 
 HELPER_MIN_WORK_BYTES: Final = 512 * 1024 * 1024
 """Single-core work, in byte-equivalents, that pays for one helper process:

@@ -21,7 +21,7 @@ import msgspec
 from eceb_worker.errors import OutputError
 from eceb_worker.io.files import check_not_an_input
 
-__all__ = ["Tree", "check_new_directory", "list_tree", "write_new_directory", "write_tree"]
+__all__ = ["check_new_directory", "list_tree", "write_new_directory", "write_tree"]
 
 
 class Tree(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,7 +17,7 @@ from eceb_worker.core.digests import HashedBytes
 from eceb_worker.corpus.storage import ByteSink
 from eceb_worker.errors import ArtifactReadError, ArtifactUnreadable
 
-__all__ = ["LARGE_FILE_BYTES", "READ_CHUNK_BYTES", "hash_again", "hash_large_file", "hash_open_file"]
+__all__ = ["LARGE_FILE_BYTES", "READ_CHUNK_BYTES", "hash_again", "hash_open_file"]
 
 LARGE_FILE_BYTES: Final = 1024 * 1024
 """From this size on (bytes), a file is read in chunks and hashed on all cores

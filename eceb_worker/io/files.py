@@ -20,7 +20,6 @@ __all__ = [
     "open_input",
     "path_inside",
     "read_input",
-    "same_file",
 ]
 
 _INPUT_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)

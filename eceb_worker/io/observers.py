@@ -17,7 +17,7 @@ import enum
 import functools
 from typing import Any, Final, Protocol
 
-__all__ = ["RetryKind", "StorageObserver", "observe_storage", "storage_observer", "watch_client"]
+__all__ = ["RetryKind", "observe_storage", "storage_observer", "watch_client"]
 
 
 class RetryKind(enum.Enum):

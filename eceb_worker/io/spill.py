@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-__all__ = ["DEFAULT_RUN_BYTES", "DEFAULT_RUN_RECORDS", "MAX_RECORD_BYTES", "ExternalSorter", "sorted_records"]
+__all__ = ["ExternalSorter", "sorted_records"]
 
 DEFAULT_RUN_RECORDS: Final = 1_000_000
 """Records held in memory before a run is written out (at most)."""

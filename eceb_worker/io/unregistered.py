@@ -23,7 +23,7 @@ from eceb_worker.errors import InputError, Problem
 from eceb_worker.io.spill import ExternalSorter
 from eceb_worker.io.storage import shared_storage
 
-__all__ = ["READ_BYTES", "RUN_RECORDS", "find_unregistered", "with_unregistered"]
+__all__ = ["find_unregistered", "with_unregistered"]
 
 READ_BYTES: Final = 8 * 1024 * 1024
 """The registry is read this many bytes at a time."""

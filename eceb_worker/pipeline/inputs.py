@@ -50,7 +50,6 @@ __all__ = [
     "load_referenced_artifacts",
     "load_registry",
     "load_run",
-    "named_artifacts",
     "referenced_artifact_ids",
     "registry_location",
 ]

@@ -73,16 +73,7 @@ OBSERVATION_COST_BYTES: Final = 32 * 1024
 gating and digesting it: some 7 us), in the byte-equivalents of
 :attr:`MapStage.single_core_bytes`: as long as hashing 32 KiB takes."""
 
-__all__ = [
-    "OBSERVATION_COST_BYTES",
-    "SCAN_COST",
-    "Executor",
-    "Finished",
-    "Job",
-    "MapStage",
-    "ThisProcess",
-    "run_job",
-]
+__all__ = ["SCAN_COST", "Executor", "Finished", "Job", "MapStage", "ThisProcess", "run_job"]
 
 
 class MapStage(msgspec.Struct, frozen=True, kw_only=True):

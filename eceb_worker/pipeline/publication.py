@@ -62,15 +62,7 @@ from eceb_worker.pipeline.inputs import check_inputs
 from eceb_worker.pipeline.jobs import Executor
 from eceb_worker.pipeline.reports import decode_report
 
-__all__ = [
-    "Bundle",
-    "CheckedBundle",
-    "assemble_bundle",
-    "check_bundle",
-    "manifest_problems",
-    "sources_problems",
-    "write_bundle",
-]
+__all__ = ["assemble_bundle", "check_bundle", "manifest_problems", "sources_problems", "write_bundle"]
 
 BUNDLE_NAMES: Final = {
     "benchmark": "benchmark.json",

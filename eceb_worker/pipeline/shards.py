@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from eceb_worker.io.objects import ObjectStore
     from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
 
-__all__ = ["Held", "Prepared", "Serialized", "Workspace"]
+__all__ = ["Held", "Prepared", "Workspace"]
 
 _CACHED_JOBS: Final = 4
 """Jobs whose decoded inputs a process keeps at once (the oldest goes first)."""

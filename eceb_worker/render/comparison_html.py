@@ -33,7 +33,7 @@ from eceb_worker.render.comparison import (
 from eceb_worker.render.html import render_page, report_header
 from eceb_worker.render.plots import COLOURS, MARKER_AREA, SETTINGS, SIZE, budget_axis, inline_svg
 
-__all__ = ["comparison_html", "change_plot"]
+__all__ = ["comparison_html"]
 
 _LABEL_CHARACTERS: Final = 40
 """A task id longer than this is shortened on a plot's axis (the table gives it whole)."""

@@ -34,7 +34,7 @@ from typing import Final
 
 from eceb_worker.render.terminal import printable
 
-__all__ = ["MARKDOWN_ESCAPED", "ZERO_WIDTH_JOINER", "markdown_text"]
+__all__ = ["ZERO_WIDTH_JOINER", "markdown_text"]
 
 MARKDOWN_ESCAPED: Final = frozenset("\\`*_[]<!|&~$")
 """The ASCII punctuation :func:`markdown_text` escapes with a backslash."""

@@ -1,6 +1,6 @@
 """Every command of ``eceb`` and ``eceb-dist`` keeps the conventions of
 eceb_cli/conventions.py: ``-q``/``-v``, its exit codes in ``--help``, and
-one table of exit codes that names only real commands."""
+exit codes declared beside every command (``conventions.exits``)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,13 @@ def every_command() -> list[tuple[str, click.Command]]:
 
 
 COMMANDS = every_command()
+DECLARED = {
+    path: declared.codes for root in (eceb_main, dist_main) for path, declared in conventions.gather_exits(root).items()
+}
 
 
-def test_the_exit_code_table_names_exactly_the_commands() -> None:
-    assert {path for path, _ in COMMANDS} == set(conventions.EXITS)
+def test_every_command_declares_its_exit_codes() -> None:
+    assert {path for path, _ in COMMANDS} == set(DECLARED)
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[path for path, _ in COMMANDS])
@@ -46,16 +49,16 @@ def test_every_command_has_quiet_verbose_and_lists_its_exit_codes(path: str, com
     result = CliRunner().invoke(root, [*path.split(" ")[1:], "--help"])
     assert result.exit_code == 0, result.output
     listed = " ".join(result.output.split()).split("Exit codes: ", 1)[1]
-    for code in conventions.EXITS[path]:
+    for code in DECLARED[path]:
         assert f"{code} " in listed, (path, code)
-    for code in set(exit_codes.SHORT) - set(conventions.EXITS[path]):
+    for code in set(exit_codes.SHORT) - set(DECLARED[path]):
         assert f" {code} " not in f" {listed}", (path, code)
 
 
 def test_every_listed_code_is_a_documented_one() -> None:
     documented = {value for name, value in vars(exit_codes).items() if name.isupper() and isinstance(value, int)}
     assert set(exit_codes.SHORT) == documented
-    for path, codes in conventions.EXITS.items():
+    for path, codes in DECLARED.items():
         assert set(codes) <= documented, path
         assert exit_codes.OK in codes and exit_codes.USAGE in codes and exit_codes.INTERNAL in codes, path
 
@@ -108,3 +111,49 @@ def test_eceb_errors_are_reported_once_by_the_root_group(capsys: pytest.CaptureF
         assert capsys.readouterr().err == line
     with pytest.raises(click.UsageError):  # click's own pass through
         console.run_reported(lambda: fails(click.UsageError("bad")))
+
+
+def test_a_group_gives_its_commands_a_meaning_of_a_code_and_gathers_their_codes() -> None:
+    @conventions.exit_meanings({exit_codes.STORAGE: "storage or cluster unavailable"})
+    @click.group("root", cls=conventions.ConventionalGroup)
+    def root() -> None:
+        """A root."""
+
+    @conventions.exits(exit_codes.STORAGE, exit_codes.TASKS_FAILED, meanings={exit_codes.TASKS_FAILED: "not ready"})
+    @root.command()
+    def one() -> None:
+        """One."""
+
+    @conventions.exits(exit_codes.REGRESSION, stops=False)
+    @root.command()
+    def two() -> None:
+        """Two."""
+
+    runner = CliRunner()
+    one_help = " ".join(runner.invoke(root, ["one", "--help"]).output.split())
+    assert "1 not ready" in one_help and "5 storage or cluster unavailable" in one_help
+    assert "130 interrupted" in one_help
+    two_help = " ".join(runner.invoke(root, ["two", "--help"]).output.split())
+    assert two_help.endswith("Exit codes: 0 success, 2 usage error, 10 regression, 70 internal error.")
+    group_help = " ".join(runner.invoke(root, ["--help"]).output.split())
+    assert "5 storage unavailable, 10 regression" in group_help and "1 failing tasks or no verdict" in group_help
+    assert {path: declared.codes for path, declared in conventions.gather_exits(root).items()} == {
+        "root one": (0, 1, 2, 5, 70, 129, 130, 143),
+        "root two": (0, 2, 10, 70),
+    }
+
+
+def test_eceb_dist_meaning_of_5_is_its_root_groups() -> None:
+    dist = " ".join(CliRunner().invoke(dist_main, ["jobs", "--help"]).output.split())
+    eceb = " ".join(CliRunner().invoke(eceb_main, ["render", "--help"]).output.split())
+    assert "5 storage or cluster unavailable" in dist
+    assert "5 storage unavailable" in eceb
+
+
+def test_exits_is_declared_on_commands_with_known_codes_only() -> None:
+    with pytest.raises(TypeError):
+        conventions.exits(exit_codes.OK)(click.Group("group"))
+    with pytest.raises(TypeError):
+        conventions.exits(12)
+    with pytest.raises(TypeError):
+        conventions.exit_meanings({exit_codes.STORAGE: "x"})(click.Command("command"))

@@ -22,16 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
-    "ASCII_FOLD",
-    "PAD",
-    "Hashes",
-    "Positions",
-    "padded",
-    "token_bounds",
-    "token_hashes",
-    "window_hashes",
-]
+__all__ = ["ASCII_FOLD", "Hashes", "Positions", "padded", "token_bounds", "token_hashes", "window_hashes"]
 
 Hashes = npt.NDArray[np.uint64]
 Positions = npt.NDArray[np.int64]

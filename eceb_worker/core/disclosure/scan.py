@@ -42,15 +42,7 @@ from eceb_worker.core.disclosure.hashing import (
 from eceb_worker.core.disclosure.index import AnswerIndex, Ints
 from eceb_worker.core.disclosure.text import artifact_tokens, normalize
 
-__all__ = [
-    "BLOCK_BYTES",
-    "LONGEST_BLOCK_BYTES",
-    "MAX_KEPT_MATCHES",
-    "SEPARATOR_SEQUENCES",
-    "ArtifactScan",
-    "Matches",
-    "scan_batch",
-]
+__all__ = ["BLOCK_BYTES", "LONGEST_BLOCK_BYTES", "SEPARATOR_SEQUENCES", "ArtifactScan", "Matches", "scan_batch"]
 
 _NOT_TOKEN: Final = re.compile(r"[\W_]+")
 """A run of characters that are no part of a token (see :mod:`.text`)."""

@@ -20,7 +20,6 @@ from eceb_worker.core.identifiers import Identifier
 from eceb_worker.corpus.artifacts import Classification
 
 __all__ = [
-    "TASK_ROOT_DOMAIN",
     "Abstention",
     "Benchmark",
     "RegistryReference",

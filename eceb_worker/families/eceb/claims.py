@@ -39,7 +39,6 @@ from eceb_worker.families.eceb.run import RunHeader
 from eceb_worker.families.eceb.vocabulary import ClaimClass
 
 __all__ = [
-    "BELOW",
     "ClaimEvidence",
     "at_most",
     "claim_evidence",

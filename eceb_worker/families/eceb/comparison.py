@@ -31,12 +31,10 @@ from eceb_worker.families.eceb.vocabulary import ClaimClass
 
 __all__ = [
     "COMPARISON_SCHEMA",
-    "ChangeKind",
     "ComparedReport",
     "Comparison",
     "Regression",
     "RegressionKind",
-    "SummaryChange",
     "TaskChange",
     "Thresholds",
     "compare_reports",

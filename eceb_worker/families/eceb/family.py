@@ -16,7 +16,7 @@ from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.run import Run
 from eceb_worker.families.eceb.vocabulary import BENCHMARK_SCHEMA, REPORT_SCHEMA, RUN_SCHEMA
 
-__all__ = ["COMPARISON", "DECLARATIONS", "FAMILY", "PUBLICATION", "SOURCES", "EcebFamily"]
+__all__ = ["COMPARISON", "DECLARATIONS", "FAMILY", "PUBLICATION", "SOURCES"]
 
 
 class EcebFamily(msgspec.Struct, frozen=True):

@@ -47,7 +47,6 @@ __all__ = [
     "TaskCheck",
     "TaskView",
     "evaluate_group",
-    "normalize_text",
     "task_assertions",
 ]
 

@@ -16,7 +16,7 @@ from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.benchmark import SecretSpan, Task
 from eceb_worker.families.eceb.consistency import secret_span_problems, task_problems
 
-__all__ = ["BenchmarkParts", "benchmark_parts", "parts_problems"]
+__all__ = ["benchmark_parts", "parts_problems"]
 
 
 class BenchmarkParts(msgspec.Struct, frozen=True, kw_only=True):

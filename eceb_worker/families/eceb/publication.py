@@ -34,21 +34,13 @@ __all__ = [
     "REQUIRED_ROLES",
     "BoundFile",
     "Claim",
-    "Controls",
-    "HumanReview",
-    "Incidents",
-    "Licences",
     "Measurements",
     "PublicationManifest",
     "Published",
-    "Roots",
-    "SourceLicence",
-    "UncertaintyStatement",
     "build_manifest",
     "differences",
     "manifest_differences",
     "report_consistency",
-    "uncertainty_of",
 ]
 
 PUBLICATION_SCHEMA: Final = "symgliph.eceb/publication-v0.1"

@@ -33,12 +33,10 @@ from eceb_worker.families.eceb.verdicts import TaskResult
 from eceb_worker.families.eceb.vocabulary import REPORT_SCHEMA, ClaimClass
 
 __all__ = [
-    "RUN_DIGEST_DOMAIN",
     "Report",
     "ReportInputs",
     "RunDigester",
     "Summary",
-    "TokenCounts",
     "encode_report",
     "reduce_report",
     "report_problems",

@@ -23,7 +23,7 @@ from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, Factoria
 from eceb_worker.families.eceb.uncertainty import Interval, Repetitions, task_intervals
 from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResult
 
-__all__ = ["STRATEGY_ORDER", "TaskEvidence", "evaluate_task", "quality_threshold"]
+__all__ = ["TaskEvidence", "evaluate_task", "quality_threshold"]
 
 STRATEGY_ORDER: Final = {"": 0, "full_permitted_context": 1, "compiled": 2, "naive_top_k": 3}
 

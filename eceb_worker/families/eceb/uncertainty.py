@@ -53,14 +53,9 @@ from eceb_worker.core.canonical import canonical_json
 
 __all__ = [
     "BLOCK_BYTES",
-    "CONFIDENCE_BPS",
     "NOT_ESTIMATED",
-    "RESAMPLES",
-    "SUMMARY_SEED_CONTEXT",
-    "TASK_SEED_CONTEXT",
     "DrawStream",
     "Interval",
-    "Method",
     "Repetitions",
     "Uncertainty",
     "UncertaintyMode",

@@ -25,15 +25,7 @@ import msgspec
 from eceb_worker.core.digests import Digest
 from eceb_worker.families.paired.records import GitId
 
-__all__ = [
-    "ASSESSMENTS_KIND",
-    "EVALUATION_SCHEMA",
-    "Assessment",
-    "AssessmentBundle",
-    "Binding",
-    "OriginalReference",
-    "binding_problems",
-]
+__all__ = ["EVALUATION_SCHEMA", "Assessment", "AssessmentBundle", "Binding", "OriginalReference", "binding_problems"]
 
 EVALUATION_SCHEMA: Final = "repocue/task-evaluation-1"
 ASSESSMENTS_KIND: Final = "assessments"

@@ -24,21 +24,7 @@ import msgspec
 
 from eceb_worker.families.paired.specs import Identifier, Text
 
-__all__ = [
-    "BENCHMARK_SCHEMA",
-    "CUE_ESTIMATE",
-    "LOCAL_ONLY",
-    "Assessor",
-    "Coverage",
-    "CueCommand",
-    "ExecutionControls",
-    "PairBenchmark",
-    "ProviderSettings",
-    "SpendingStop",
-    "Success",
-    "TaskFiles",
-    "estimate_tokens",
-]
+__all__ = ["BENCHMARK_SCHEMA", "LOCAL_ONLY", "Coverage", "PairBenchmark", "Success", "estimate_tokens"]
 
 BENCHMARK_SCHEMA: Final = "symgliph.eceb/pair-benchmark-v0.1"
 LOCAL_ONLY: Final = "local preparation only: does not authorize paid execution"

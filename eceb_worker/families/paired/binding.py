@@ -28,7 +28,7 @@ from eceb_worker.families.paired.records import Freeze, FrozenTask, Manifest, po
 from eceb_worker.families.paired.schedule import Arm, ScheduledPair, pair_at
 from eceb_worker.families.paired.specs import TaskSpec
 
-__all__ = ["RETAINED_FILES", "binding_problems", "retained_files", "task_input_problems"]
+__all__ = ["binding_problems", "task_input_problems"]
 
 RETAINED_FILES: Final = (
     "benchmark.json",

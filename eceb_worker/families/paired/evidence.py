@@ -33,14 +33,7 @@ from eceb_worker.families.paired.records import ArmCommand, Freeze, Manifest
 from eceb_worker.families.paired.summary_document import IdentityLink
 from eceb_worker.families.paired.transport import Transport
 
-__all__ = [
-    "RUNNER_STATUSES",
-    "identity_chain",
-    "invocation_problems",
-    "record_problems",
-    "request_problems",
-    "start_problems",
-]
+__all__ = ["identity_chain", "invocation_problems", "record_problems", "request_problems", "start_problems"]
 
 RUNNER_STATUSES: Final = frozenset(
     {AttemptStatus.MUTATED, AttemptStatus.CANCELLED, AttemptStatus.TIMED_OUT, AttemptStatus.SPAWN_FAILED}

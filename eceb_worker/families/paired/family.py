@@ -12,7 +12,7 @@ from eceb_worker.families.paired import assessments, benchmark, credits, journal
 from eceb_worker.families.paired import summary_document as pair_summary
 from eceb_worker.families.paired.schedule import PLAN_SCHEMA, Plan
 
-__all__ = ["FAMILY", "PairedFamily"]
+__all__ = ["FAMILY"]
 
 
 def _document(kind: str, schema_id: str, struct: type[msgspec.Struct]) -> Document:

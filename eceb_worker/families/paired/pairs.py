@@ -26,7 +26,6 @@ from eceb_worker.families.paired.schedule import Arm, ScheduledPair
 
 __all__ = [
     "ANSWER_SCHEMA_NAME",
-    "CUE_SCHEMA",
     "PAIR_DIRECTORY",
     "arm_problems",
     "cue_problems",

@@ -29,7 +29,6 @@ from eceb_worker.families.paired.specs import TASK_SCHEMAS, Declaration, Discove
 from eceb_worker.families.paired.transport import TransportStatus, read_transport
 
 __all__ = [
-    "GitObject",
     "answer_schema_problems",
     "budget_problems",
     "control_problems",

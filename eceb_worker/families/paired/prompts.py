@@ -21,7 +21,7 @@ from typing import Final
 from eceb_worker.families.paired.schedule import Arm, TaskKind
 from eceb_worker.families.paired.specs import Check
 
-__all__ = ["CONTEXT_NAMES", "codex_argv", "render_prompt"]
+__all__ = ["codex_argv", "render_prompt"]
 
 CONTEXT_NAMES: Final = {Arm.A: "frozen overview", Arm.B: "task cue (repocue/task-cue-1)"}
 

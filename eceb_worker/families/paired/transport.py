@@ -60,7 +60,6 @@ __all__ = [
     "COUNTER_MAX",
     "MISSING_COUNTERS",
     "OVERFLOW",
-    "SYNTHETIC_THREAD",
     "Command",
     "Transport",
     "TransportStatus",

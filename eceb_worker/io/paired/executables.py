@@ -23,7 +23,7 @@ from eceb_worker.core.digests import digest_chunks
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.paired.records import Executable
 
-__all__ = ["VERSION_TIMEOUT_S", "ask_version", "identify_executable", "locate_executable"]
+__all__ = ["ask_version", "identify_executable"]
 
 VERSION_TIMEOUT_S: Final = 20
 """Seconds ``EXE --version`` may take before the executable counts as one that cannot be run."""

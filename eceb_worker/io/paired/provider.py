@@ -37,7 +37,7 @@ import msgspec
 
 from eceb_worker.errors import OutputError
 
-__all__ = ["GRACE_S", "POLL_S", "DeferredSignals", "ProviderExit", "call_provider", "environment_names"]
+__all__ = ["POLL_S", "DeferredSignals", "ProviderExit", "call_provider", "environment_names"]
 
 GRACE_S: Final = 5.0
 """Seconds a provider is given to end after SIGTERM before its group is killed."""

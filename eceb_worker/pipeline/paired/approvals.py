@@ -46,10 +46,8 @@ from eceb_worker.pipeline.paired.freeze import refuse_once_started
 __all__ = [
     "continuation_problem",
     "BILLING_NOTICE",
-    "PilotEvidence",
     "approve_continuation",
     "authorize",
-    "find_pilot",
     "pilot_evidence",
     "reconcile_outcomes",
     "stop_spending",

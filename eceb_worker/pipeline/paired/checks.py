@@ -47,7 +47,6 @@ from eceb_worker.io.paired.ledger import Ledger
 from eceb_worker.pipeline.paired.experiment import Experiment, check_bound_files, read_record
 
 __all__ = [
-    "LINK",
     "PairRun",
     "attempt_id_of",
     "check_provider",

@@ -33,7 +33,6 @@ from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.paired.experiment import Experiment, decode_record
 
 __all__ = [
-    "MAX_FILE_BYTES",
     "writable",
     "AttemptFiles",
     "PairFiles",

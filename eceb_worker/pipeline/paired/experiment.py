@@ -28,16 +28,7 @@ from eceb_worker.families.paired.bound_files import BoundFile, Seen, Wording, bo
 from eceb_worker.families.paired.records import FileDigest
 from eceb_worker.io.files import atomic_write, read_input
 
-__all__ = [
-    "Experiment",
-    "check_bound_files",
-    "decode_record",
-    "file_digest",
-    "read_record",
-    "record_digest",
-    "utc_now",
-    "write_record",
-]
+__all__ = ["Experiment", "check_bound_files", "decode_record", "file_digest", "read_record", "utc_now", "write_record"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 

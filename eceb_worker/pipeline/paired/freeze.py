@@ -46,7 +46,7 @@ from eceb_worker.io.paired.git import GitState, git_state, object_at, show_file
 from eceb_worker.pipeline.paired.experiment import Experiment, utc_now, write_record
 from eceb_worker.settings import read_setting
 
-__all__ = ["PROVIDER_VARIABLE", "Frozen", "freeze_experiment", "refuse_once_started"]
+__all__ = ["freeze_experiment", "refuse_once_started"]
 
 PROVIDER_VARIABLE: Final = "ECEB_PAIR_PROVIDER"
 """The environment variable that overrides the benchmark's provider executable."""

@@ -38,7 +38,7 @@ from eceb_worker.io.paired.checks import CheckRun, reexecute
 from eceb_worker.io.paired.git import files_at, object_at, revision_tree, show_file
 from eceb_worker.pipeline.paired.evidence import AttemptFiles, problem_text
 
-__all__ = ["credit_estimate", "usage_reason", "Decided", "Policy", "judged", "repository_problems", "task_outcome"]
+__all__ = ["credit_estimate", "usage_reason", "Policy", "judged", "repository_problems"]
 
 
 @dataclass

@@ -55,7 +55,7 @@ from eceb_worker.io.paired.ledger import Ledger
 from eceb_worker.pipeline.paired.checks import repository_change
 from eceb_worker.pipeline.paired.experiment import Experiment, check_bound_files, read_record, utc_now
 
-__all__ = ["COSTS", "Prepared", "default_position", "prepare_pair", "verified_bytes"]
+__all__ = ["Prepared", "prepare_pair"]
 
 COSTS: Final = Costs(
     schema=COSTS_SCHEMA,

@@ -31,7 +31,7 @@ from eceb_worker.pipeline.paired.attempt import AttemptReport, RunnerLog, run_at
 from eceb_worker.pipeline.paired.checks import PairRun, attempt_id_of, check_provider, check_repository, open_pair
 from eceb_worker.pipeline.paired.status import arm_state
 
-__all__ = ["PairOutcome", "run_pair"]
+__all__ = ["run_pair"]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Final
 from eceb_worker.families.paired.differences import MetricSummary
 from eceb_worker.families.paired.summary_document import METRICS, AttemptSummary, Breakdown, PairSummary, Summary
 
-__all__ = ["CSV_HEADER", "csv_rows", "summary_lines", "verdict_line"]
+__all__ = ["csv_rows", "summary_lines", "verdict_line"]
 
 CSV_HEADER: Final = (
     "directory",

@@ -37,7 +37,6 @@ __all__ = [
     "FindingGroup",
     "WindowHolders",
     "findings_of_tasks",
-    "merge_groups",
     "reduce_disclosures",
     "shard_findings",
 ]

@@ -27,7 +27,7 @@ from eceb_worker.families.eceb.disclosure.check import LISTED_FINDINGS, Disclosu
 from eceb_worker.families.eceb.disclosure.context import ScanContext
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial, FindingGroup, WindowHolders
 
-__all__ = ["SMALL_ARTIFACT_BYTES", "DisclosureScanner", "ScannedArtifact"]
+__all__ = ["SMALL_ARTIFACT_BYTES", "DisclosureScanner"]
 
 SMALL_ARTIFACT_BYTES: Final = 64 * 1024
 """An artifact registered smaller than this is scanned with others, whole."""
