@@ -22,6 +22,7 @@ any other profile.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ _TIERS = ("unit", "integration", "cluster")
 settings.register_profile("ci", database=None, derandomize=True, deadline=None)
 settings.register_profile("long", database=None, deadline=None, max_examples=2000)
 settings.load_profile("ci")  # the plugin loads the profile --hypothesis-profile names after this
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal sends it, whatever started the run: a run started
+    in the background of a shell without job control (``nohup ... &``)
+    inherits SIGINT ignored, and every process a test starts would inherit
+    that too, so the tests of what a command does on Ctrl-C would see
+    nothing happen."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -72,21 +72,32 @@ def silent_loopback_port() -> Iterator[int]:
     never answers (a stuck proxy) while the context lasts."""
     listener = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
+    lock = threading.Lock()
+    closed = False
 
     def accept() -> None:
         while True:
             try:
-                held.append(listener.accept()[0])
+                connection = listener.accept()[0]
             except OSError:
                 return
+            with lock:  # a connection accepted as the context ends is closed, never left to the collector
+                if closed:
+                    connection.close()
+                    return
+                held.append(connection)
 
-    threading.Thread(target=accept, daemon=True).start()
+    accepting = threading.Thread(target=accept, daemon=True)
+    accepting.start()
     try:
         yield listener.getsockname()[1]
     finally:
+        with lock:
+            closed = True
+            for connection in held:
+                connection.close()
         listener.close()
-        for connection in held:
-            connection.close()
+        accepting.join(timeout=5)
 
 
 def invoke(command: click.Command, *args: str) -> Result:
