@@ -112,12 +112,13 @@ def gather_exits(group: click.Group, ctx: click.Context | None = None) -> dict[s
     (:func:`exits`); a command without one is left out. ``ctx`` is
     ``group``'s context (a new one when ``None``)."""
     if ctx is None:
-        ctx = click.Context(group, info_name=group.name)
+        ctx = click.Context(group, info_name=group.name, **group.context_settings)
     gathered: dict[str, Exits] = {}
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
-            gathered.update(gather_exits(command, click.Context(command, info_name=name, parent=ctx)))
+            child = click.Context(command, info_name=name, parent=ctx, **command.context_settings)
+            gathered.update(gather_exits(command, child))
         elif command is not None and command in _DECLARED:
             gathered[command_path(ctx, name)] = _DECLARED[command]
     return gathered

@@ -17,8 +17,7 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import no_disclosure_check_option, seconds, uncertainty_option
-from eceb_cli.cluster_commands import cluster_options, connect, submit_job
-from eceb_cli.console import endpoint
+from eceb_cli.cluster_commands import cluster_endpoint, cluster_options, connect, current_cluster_options, submit_job
 from eceb_cli.conventions import exit_meanings, exits
 from eceb_cli.dist_views import DEFAULT_JOBS, print_jobs, print_status, watch_status
 from eceb_cli.dist_worker import check_metrics_port, refuse_passwords, worker_environment, worker_settings
@@ -107,9 +106,6 @@ def submit(
     uncertainty: UncertaintyMode,
     concurrency: int,
     as_json: bool,
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
 ) -> None:
     """Submit the evaluation of RUN against BENCHMARK (both s3://bucket/key) and print the job id.
 
@@ -121,14 +117,14 @@ def submit(
         run,
         corpus=corpus,
         out=out,
-        endpoint_url=endpoint(endpoint_url),
+        endpoint_url=cluster_endpoint(),
         shard_bytes=shard_bytes,
         evaluation=EvaluationOptions.chosen(
             disclosure_check=not no_disclosure_check, uncertainty=uncertainty, shard_observations=shard_observations
         ),
         concurrency=concurrency,
     )
-    submit_job(message, broker_url, result_backend, as_json=as_json, benchmark=benchmark, run=run)
+    submit_job(message, as_json=as_json, benchmark=benchmark, run=run)
 
 
 @exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
@@ -147,9 +143,6 @@ def verify(
     shard_bytes: int,
     concurrency: int,
     as_json: bool,
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
 ) -> None:
     """Submit the verification of the corpus against REGISTRY (ECEB-0.1 §5) and print the job id.
 
@@ -162,7 +155,7 @@ def verify(
     from eceb_worker.corpus.storage import StorageSpec
     from eceb_worker.pipeline.messages import JobInputs, JobKind, JobMessage
 
-    endpoint_url = endpoint(endpoint_url)
+    endpoint_url = cluster_endpoint()
     message = JobMessage(
         job_id=uuid.uuid4().hex,
         kind=JobKind.VERIFY,
@@ -171,7 +164,7 @@ def verify(
         out=object_argument(out, "--out") if out else "",
         shard_bytes=shard_bytes,
     )
-    submit_job(message, broker_url, result_backend, as_json=as_json, registry=registry)
+    submit_job(message, as_json=as_json, registry=registry)
 
 
 @exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.NO_SUCH_JOB)
@@ -184,9 +177,6 @@ def status(
     job_id: str,
     watch: bool,
     as_json: bool,
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
 ) -> None:
     """Show a job's phase, shards done/total and failures so far.
 
@@ -195,7 +185,7 @@ def status(
     seconds), shards done and planned of each stage, its locations,
     failures and outcome.
     """
-    cluster = connect(broker_url, result_backend)
+    cluster = connect()
     if watch:
         watch_status(cluster, job_id, as_json=as_json)
     else:
@@ -209,16 +199,14 @@ def status(
 )
 @_JSON
 @cluster_options
-def jobs(
-    limit: int, as_json: bool, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
-) -> None:
+def jobs(limit: int, as_json: bool) -> None:
     """List recent jobs, the newest first: id, kind, phase, age and shards done/planned.
 
     Jobs are kept a week after their last change. With --json, a JSON
     array of objects (job_id, kind, phase, started_at, ended_at, age_s,
     elapsed_s, shards_done, shards_total).
     """
-    print_jobs(connect(broker_url, result_backend), limit, as_json=as_json)
+    print_jobs(connect(), limit, as_json=as_json)
 
 
 @exits(
@@ -235,9 +223,7 @@ def jobs(
 @click.argument("job_id", metavar="JOB")
 @click.option("--timeout", type=float, callback=seconds, help="Give up after this many seconds (exit 75).")
 @cluster_options
-def wait(
-    job_id: str, timeout: float | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
-) -> None:
+def wait(job_id: str, timeout: float | None) -> None:
     """Wait until a job ends. An evaluation exits 0 when every task passes,
     1 when some fail; a verification 0 when the corpus verified, 4 when not
     (its findings listed, as `eceb corpus verify`); 3/4/5/6/70 when the job
@@ -248,7 +234,7 @@ def wait(
     """
     from eceb_cli.corpus import print_findings
 
-    cluster = connect(broker_url, result_backend)
+    cluster = connect()
     if not job_state(cluster, job_id).phase.ended:
         warn_without_workers(cluster)
     state = wait_until_ended(cluster, job_id, timeout)
@@ -277,13 +263,11 @@ def wait(
 @click.argument("job_id", metavar="JOB")
 @output_option("Write the report here (atomically; standard output without -o).")
 @cluster_options
-def result(
-    job_id: str, output: Output | None, broker_url: str | None, result_backend: str | None, endpoint_url: str | None
-) -> None:
+def result(job_id: str, output: Output | None) -> None:
     """Download a finished job's report (to FILE, atomically, or to stdout)."""
     if output is not None:
         output.check()
-    cluster = connect(broker_url, result_backend)
+    cluster = connect()
     state = job_state(cluster, job_id)
     exit_for(job_id, state)
     if state.phase is not Phase.DONE:
@@ -294,7 +278,7 @@ def result(
     if state.out:
         from eceb_worker.io.objects import ObjectStore
 
-        objects = ObjectStore(endpoint(endpoint_url))
+        objects = ObjectStore(cluster_endpoint())
     data = result_bytes(job_id, state, objects)
     if output is None or output.to_stdout:
         Output(None).write([data])
@@ -312,9 +296,9 @@ def result(
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @cluster_options
-def cancel(job_id: str, broker_url: str | None, result_backend: str | None, endpoint_url: str | None) -> None:
+def cancel(job_id: str) -> None:
     """Cancel a job: its remaining shards are skipped and no report is written."""
-    cluster = connect(broker_url, result_backend)
+    cluster = connect()
     state = job_state(cluster, job_id)
     if not cluster.store.update(job_id, phase=Phase.CANCELLED.value):
         ended = cluster.store.get(job_id) or state
@@ -354,9 +338,6 @@ def worker(
     metrics_port: int | None,
     metrics_address: str | None,
     celery_args: tuple[str, ...],
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
 ) -> None:
     """Run a Celery worker for eceb's tasks (extra arguments go to `celery worker`).
 
@@ -368,13 +349,14 @@ def worker(
     ECEB_S3_ENDPOINT_URL), whatever endpoint a job's submitter used; one
     configured with none uses the submitter's.
     """
-    endpoint(endpoint_url)  # one holding credentials is a usage error
+    cluster = current_cluster_options()
+    cluster_endpoint()  # one holding credentials is a usage error
     refuse_passwords(celery_args)
     environment = worker_environment(
         os.environ,
-        broker_url=broker_url,
-        result_backend=result_backend,
-        s3_endpoint_url=endpoint_url,
+        broker_url=cluster.broker_url,
+        result_backend=cluster.result_backend,
+        s3_endpoint_url=cluster.endpoint_url,
         log_format=log_format,
         metrics_port=metrics_port,
         metrics_address=metrics_address,

@@ -37,7 +37,7 @@ import click
 
 from eceb_cli import exit_codes
 from eceb_cli.arguments import seconds
-from eceb_cli.cluster_commands import cluster_options, submit_job
+from eceb_cli.cluster_commands import cluster_endpoint, cluster_options, submit_job
 from eceb_cli.compare import threshold_options
 from eceb_cli.console import endpoint
 from eceb_cli.conventions import exits, info, is_quiet, say
@@ -114,9 +114,6 @@ def nightly(
     reports: str,
     markdown: Output | None,
     timeout: float | None,
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
     thresholds: Thresholds,
     allow_different_roots: bool,
 ) -> None:
@@ -156,7 +153,7 @@ def nightly(
             raise click.UsageError(f"--reports: {written} would be overwritten, and it is one of the inputs")
     if markdown is not None:
         markdown.check()
-    endpoint_url = endpoint(endpoint_url)
+    endpoint_url = cluster_endpoint()
     job_id = uuid.uuid4().hex
     tonight_url = f"{prefix}/reports/{job_id}.json"
     message = evaluation_message(
@@ -167,7 +164,7 @@ def nightly(
     compared_with = baseline if objects.exists(baseline) else latest
     previous = read_report(locator.locate(compared_with)) if objects.exists(compared_with) else None
 
-    cluster = submit_job(message, broker_url, result_backend, benchmark=benchmark, run=run)
+    cluster = submit_job(message, benchmark=benchmark, run=run)
     info(f"waiting for job {job_id}")
     state = wait_until_ended(cluster, job_id, timeout)
     exit_for(job_id, state)

@@ -94,13 +94,7 @@ def _not_ready(reason: str) -> NoReturn:
     help="Seconds to wait for the worker's answer (at most 86400).",
 )
 @cluster_options
-def probe(
-    node: str | None,
-    timeout: float,
-    broker_url: str | None,
-    result_backend: str | None,
-    endpoint_url: str | None,
-) -> None:
+def probe(node: str | None, timeout: float) -> None:
     """Exit 0 when a worker consumes the eceb queue: the worker NODE, when
     given, answering through the broker within TIMEOUT seconds (a
     Kubernetes exec probe gives `--node eceb@%h`); without --node, any
@@ -120,7 +114,7 @@ def probe(
         signal.setitimer(signal.ITIMER_REAL, deadline)
         try:
             try:
-                cluster = connect(broker_url, result_backend)
+                cluster = connect()
             except StorageError as exc:
                 _not_ready(str(exc))
             destination = [name] if name else None

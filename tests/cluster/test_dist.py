@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from eceb_cli import exit_codes
@@ -572,7 +573,9 @@ def test_one_submit_makes_one_celery_application(
     message = evaluation_message(
         "s3://b/benchmark.json", "s3://b/run.json", corpus="s3://b/corpus", out="s3://b/report.json", endpoint_url=None
     )
-    cluster = commands.submit_job(message, url, None)
+    with click.Context(click.Command("submit")) as ctx:  # the command line's options, as --broker-url keeps them
+        commands.ClusterOptions(broker_url=url).keep(ctx)
+        cluster = commands.submit_job(message)
     try:
         assert len(made) == 1 and cluster.app is made[0]
         assert app_module.worker_app.cache_info().currsize == 0  # importing the module made none

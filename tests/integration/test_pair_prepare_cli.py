@@ -201,3 +201,24 @@ def test_a_repository_moved_since_the_freeze_is_refused(frozen: Bench) -> None:
     frozen.git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam", "move on")
     done = frozen.eceb("prepare", frozen.experiment)
     assert_not_prepared(done, frozen, "the repository is not as frozen")
+
+
+def test_a_provider_changed_or_gone_since_the_freeze_is_refused_naming_it_with_the_schema_together(
+    frozen: Bench,
+) -> None:
+    provider = (frozen.bin / "codex").resolve()
+    provider.write_bytes(provider.read_bytes() + b"\n# changed\n")
+    frozen.edit_json("tasks/explanation.answer.schema.json", lambda schema: schema.update(title="changed"))
+    done = frozen.eceb("prepare", frozen.experiment)
+    assert_not_prepared(
+        done,
+        frozen,
+        "explanation.answer.schema.json: changed since the freeze",
+        f"{provider}: the provider executable changed since the freeze; freeze again into a new directory",
+    )
+    assert done.stderr.index("answer.schema.json") < done.stderr.index("the provider executable")
+
+    provider.unlink()
+    done = frozen.eceb("prepare", frozen.experiment)
+    assert_not_prepared(done, frozen, f"{provider}: ")
+    assert "the provider executable changed" not in done.stderr

@@ -16,7 +16,9 @@ from eceb_cli.main import main as eceb_main
 
 
 def leaves(group: click.Group, path: str, parent: click.Context | None = None) -> Iterator[tuple[str, click.Command]]:
-    ctx = click.Context(group, info_name=path.rsplit(" ", 1)[-1], parent=parent)
+    # The group's own context settings, as click's make_context gives them: a
+    # context without them would cache a help option lacking ``-h`` on the group.
+    ctx = click.Context(group, info_name=path.rsplit(" ", 1)[-1], parent=parent, **group.context_settings)
     assert ctx.command_path == path
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
@@ -86,7 +88,10 @@ def test_quiet_and_verbose_set_the_level_for_one_command_line_only() -> None:
 
 def test_the_verbosity_is_kept_on_the_click_context() -> None:
     assert not conventions.is_quiet() and not conventions.is_verbose()  # outside a command line: normal
-    with click.Context(eceb_main) as root, click.Context(click.Command("leaf"), parent=root) as leaf:
+    with (
+        click.Context(eceb_main, **eceb_main.context_settings) as root,
+        click.Context(click.Command("leaf"), parent=root) as leaf,
+    ):
         conventions.verbosity_of(leaf).level = 1
         assert conventions.verbosity_of(root).level == 1  # a command and its groups share it
         assert conventions.is_verbose() and not conventions.is_quiet()

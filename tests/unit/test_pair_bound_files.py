@@ -12,6 +12,7 @@ from eceb_worker.families.paired.bound_files import (
     Seen,
     SinceBound,
     SinceFrozen,
+    SinceFrozenExecutable,
     SincePrepared,
     bound_file_problems,
     seen_bytes,
@@ -107,3 +108,25 @@ def test_a_file_bound_twice_is_checked_each_time_it_is_listed() -> None:
         True,
     ]
     assert len(found) == 2
+
+
+def test_prepare_words_a_changed_executable_by_its_role_alone_and_one_not_read_by_the_readings_problems() -> None:
+    provider = "/usr/local/bin/codex"
+    files = [bound(provider, PROMPT), bound("/opt/bin/gone", CUE)]
+    reading = Problem(file="/opt/bin/gone", message="cannot read: No such file or directory")
+    wording = SinceFrozenExecutable("provider")
+    found = bound_file_problems(
+        files, {provider: Seen(blake3=digest_bytes(b"rebuilt"))}, wording, why={"/opt/bin/gone": [reading]}
+    )
+    assert found == [
+        Problem(
+            file=provider,
+            message="the provider executable changed since the freeze; freeze again into a new directory",
+        ),
+        reading,
+    ]
+    assert bound_file_problems(files[:1], {provider: Seen(blake3=digest_bytes(PROMPT))}, wording) == []
+    assert bound_file_problems(files[1:], {}, wording) == [Problem(file="/opt/bin/gone", message="missing")]
+    assert [str(p) for p in bound_file_problems(files, {}, wording, required=["cue"])] == [
+        "cue: the freeze does not bind it"
+    ]

@@ -11,7 +11,8 @@ size). :func:`bound_file_problems` says, given what was read of them
 bind given names, which it does not bind, each a
 :class:`~eceb_worker.errors.Problem` worded by the caller's
 :class:`Wording` (:class:`SinceBound`, :class:`SincePrepared`,
-:class:`SinceFrozen`): each command keeps its own words. The reading is the
+:class:`SinceFrozen`, :class:`SinceFrozenExecutable`): each command keeps
+its own words. The reading is the
 caller's (:func:`eceb_worker.pipeline.paired.experiment.check_bound_files`). Pure.
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "Seen",
     "SinceBound",
     "SinceFrozen",
+    "SinceFrozenExecutable",
     "SincePrepared",
     "Wording",
     "bound_file_problems",
@@ -158,6 +160,22 @@ class SinceFrozen:
     def unbound(self, name: str) -> list[Problem]:
         """See :class:`Wording`."""
         return [Problem(file=name, message="the freeze does not bind it")]
+
+
+@dataclass(frozen=True)
+class SinceFrozenExecutable(SinceFrozen):
+    """The words of ``eceb pair prepare`` re-checking a frozen executable
+    (``role``: which one, e.g. ``provider``): a changed one is
+    ``<location>: the <role> executable changed since the freeze; freeze
+    again into a new directory`` (neither digest nor size named); one not
+    read, or not bound, as :class:`SinceFrozen` words it."""
+
+    role: str
+
+    def changed(self, bound: BoundFile, now: Seen) -> list[Problem]:
+        """See :class:`Wording`."""
+        message = f"the {self.role} executable changed since the freeze; freeze again into a new directory"
+        return [Problem(file=bound.location, message=message)]
 
 
 def _holds(bound: FileDigest, now: Seen) -> bool:

@@ -31,7 +31,13 @@ from eceb_worker.core.canonical import canonical_json
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
 from eceb_worker.families.paired.benchmark import estimate_tokens
-from eceb_worker.families.paired.bound_files import BoundFile, SinceFrozen
+from eceb_worker.families.paired.bound_files import (
+    BoundFile,
+    Seen,
+    SinceFrozen,
+    SinceFrozenExecutable,
+    bound_file_problems,
+)
 from eceb_worker.families.paired.pairs import ANSWER_SCHEMA_NAME, arm_problems, cue_problems, pair_directory_name
 from eceb_worker.families.paired.preflight import budget_problems, read_task
 from eceb_worker.families.paired.prompts import codex_argv
@@ -42,6 +48,7 @@ from eceb_worker.families.paired.records import (
     ArmInputs,
     Cost,
     Costs,
+    Executable,
     FileDigest,
     Freeze,
     Manifest,
@@ -109,6 +116,24 @@ def verified_bytes(path: Path, frozen: FileDigest, problems: list[Problem]) -> b
     return None if found else data[str(path)]
 
 
+def executable_problems(executable: Executable, role: str) -> list[Problem]:
+    """The problems of the frozen ``executable`` (``role``: which one, e.g.
+    ``provider``) as it is now on disk, worded by
+    :class:`~eceb_worker.families.paired.bound_files.SinceFrozenExecutable`:
+    the reading's own problems when it cannot be read, one problem when its
+    BLAKE3 is not the frozen one (the digest only: its size is not
+    compared). Raises nothing."""
+    location = str(Path(executable.path))
+    frozen = FileDigest(path=executable.path, blake3=executable.blake3, size=executable.size)
+    seen: dict[str, Seen] = {}
+    why: dict[str, list[Problem]] = {}
+    try:
+        seen[location] = Seen(blake3=digest_bytes(read_input(Path(location))))
+    except InputError as exc:
+        why[location] = exc.problems
+    return bound_file_problems([BoundFile(file=frozen, location=location)], seen, SinceFrozenExecutable(role), why=why)
+
+
 class _Inputs(msgspec.Struct, frozen=True, kw_only=True):
     benchmark: bytes
     task: bytes
@@ -132,14 +157,7 @@ def _frozen_inputs(freeze: Freeze, pair: ScheduledPair) -> _Inputs:
     schema = verified_bytes(base / frozen_task.answer_schema.path, frozen_task.answer_schema, problems)
     overview = verified_bytes(base / freeze.overview.path, freeze.overview, problems)
     rates = verified_bytes(base / freeze.rates.path, freeze.rates, problems) if freeze.rates else None
-    provider = Path(freeze.provider.path)
-    try:
-        data = read_input(provider)
-        if digest_bytes(data) != freeze.provider.blake3:
-            message = "the provider executable changed since the freeze; freeze again into a new directory"
-            problems.append(Problem(file=str(provider), message=message))
-    except InputError as exc:
-        problems += exc.problems
+    problems += executable_problems(freeze.provider, "provider")
     if problems:
         raise InputError(problems)
     assert benchmark is not None and task is not None and schema is not None and overview is not None
