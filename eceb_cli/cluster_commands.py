@@ -14,6 +14,7 @@ import click
 import msgspec
 
 from eceb_cli.submission import check_submission
+from eceb_worker.core.urls import redact_url
 
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
@@ -82,14 +83,12 @@ def cluster_endpoint() -> str | None:
 
 
 def holds_password(value: str) -> bool:
-    """Whether ``value`` holds a URL with user information (``user:password@``
-    or ``:password@`` before the host), in any part of a ``;``-separated
-    list or after an ``=`` (``--broker=URL``)."""
-    for part in value.split(";"):
-        _, separator, rest = part.partition("://")
-        if separator and "@" in rest.split("/", 1)[0]:
-            return True
-    return False
+    """Whether ``value`` holds a URL with something the one redaction rule
+    hides (:func:`~eceb_worker.core.urls.redact_url`: user information, a
+    query parameter named like a secret), in any part of a ``;``-separated
+    list or after an ``=`` (``--broker=URL``); text without ``://`` (a node
+    name ``w1@%h``) is no URL."""
+    return any("://" in part and redact_url(part) != part for part in value.split(";"))
 
 
 def _without_password(context: click.Context, parameter: click.Parameter, value: str | None) -> str | None:

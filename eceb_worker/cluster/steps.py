@@ -12,9 +12,13 @@ from typing import Any, Final
 
 import msgspec
 
+from eceb_worker.pipeline.messages import Stage
+
 __all__ = [
     "BOUNDS_SETTING",
     "COORDINATE",
+    "REDUCE_TASKS",
+    "SHARD_TASKS",
     "WORKERS_KEY",
     "Bounds",
     "Lease",
@@ -31,6 +35,11 @@ __all__ = [
 
 COORDINATE: Final = "coordinate"
 """The first step of every job."""
+
+SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "eceb.evaluate_shard"}
+"""The task that runs one shard of each stage."""
+REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
+"""The task that reduces each stage's answers (published by its last shard to answer)."""
 
 WORKERS_KEY: Final = "eceb:workers"
 """The workers alive: a sorted set of worker names, each scored by the

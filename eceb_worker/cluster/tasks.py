@@ -66,7 +66,7 @@ from eceb_worker.cluster.deliveries import check_delivery
 from eceb_worker.cluster.logs import task_label
 from eceb_worker.cluster.retry import RetryPolicy
 from eceb_worker.cluster.state import TOTAL_FIELDS, JobStore, Phase
-from eceb_worker.cluster.steps import COORDINATE, Step, reduce_step, shard_step, this_host
+from eceb_worker.cluster.steps import COORDINATE, REDUCE_TASKS, SHARD_TASKS, Step, reduce_step, shard_step, this_host
 from eceb_worker.cluster.watch import publish_reduce, shard_revoked
 from eceb_worker.cluster.work import WorkStore, sender, work_of
 from eceb_worker.core.digests import digest_bytes
@@ -96,10 +96,6 @@ from eceb_worker.settings import read_setting
 __all__ = ["COORDINATE_TASK", "SHARD_TASKS", "register_tasks"]
 
 COORDINATE_TASK: Final = "eceb.coordinate"
-SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "eceb.evaluate_shard"}
-"""The task that runs one shard of each stage."""
-REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
-"""The task that reduces each stage's answers (published by its last shard to answer)."""
 
 _logger = logging.getLogger("eceb.cluster.jobs")
 

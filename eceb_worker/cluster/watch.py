@@ -43,7 +43,7 @@ import msgspec
 from eceb_worker.cluster.backend import policy_of
 from eceb_worker.cluster.retry import LOST
 from eceb_worker.cluster.state import JobStore
-from eceb_worker.cluster.steps import Progress, Step, reduce_step, shard_step
+from eceb_worker.cluster.steps import SHARD_TASKS, Progress, Step, reduce_step, shard_step
 from eceb_worker.cluster.views import step_name
 from eceb_worker.cluster.work import WorkStore, work_of
 from eceb_worker.errors import ErrorKind, StorageError
@@ -59,8 +59,6 @@ WATCH_KEY: Final = "eceb:watch"
 
 _logger = logging.getLogger("eceb.cluster.watch")
 
-_SHARD_TASKS: Final = frozenset({"eceb.job_rehash_shard", "eceb.evaluate_shard"})
-"""The names of the shard tasks (:data:`eceb_worker.cluster.tasks.SHARD_TASKS`)."""
 
 Send = Callable[[Step], None]
 """Publishes a step's task (its name, arguments and task id)."""
@@ -173,7 +171,7 @@ def shard_revoked(
     answers as failed, naming it, so the job ends at once, failed, instead
     of waiting for the watch to give up on it."""
     task = sender
-    if task is None or getattr(task, "name", "") not in _SHARD_TASKS or request is None:
+    if task is None or getattr(task, "name", "") not in SHARD_TASKS.values() or request is None:
         return
     try:
         shard = msgspec.convert(next(iter(request.args)), ShardTask)
