@@ -26,6 +26,7 @@ from eceb_worker.errors import (
     InputError,
     OutputError,
     Problem,
+    ProviderError,
     PublicationRefused,
     StorageError,
     VerificationError,
@@ -81,6 +82,7 @@ _WORDINGS: Final[dict[type[EcebError], _Wording]] = {
     StorageError: _Wording("error: storage"),
     OutputError: _Wording("error: output"),
     ExecutionRefused: _Wording("error: refused"),
+    ProviderError: _Wording("error: provider"),
 }
 """Each error of eceb a command can end with, and how it is reported; its
 exit code is :func:`exit_codes.for_error`'s. Any other exception is an

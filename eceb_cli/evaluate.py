@@ -130,7 +130,8 @@ def evaluate(
 @click.option("--json", "as_json", is_flag=True, help="Print what was found as one JSON object.")
 def validate(path: Path, benchmark_path: Path | None, as_json: bool) -> None:
     """Validate FILE: a registry, rules file, benchmark, run, report,
-    verification report, publication manifest, sources or declarations file.
+    verification report, publication manifest, sources or declarations file,
+    or run profile (with its rubric's digest).
 
     The kind comes from the file's schema identifier (symgliph.eceb/KIND-v0.1).
     A benchmark is checked with its registry, and its task root and corpus

@@ -26,6 +26,10 @@ code    meaning
         (a bound file missing, changed or not bound; the manifest or the
         report not what the bundled files make), or the claim class is not
         supported by the evidence
+12      a provider failed (``eceb run``): a model, judge or context system
+        refused the credentials, or could not be reached or answered out of
+        protocol beyond the retries; the journal keeps what was made
+        (``--resume`` goes on)
 70      internal error (a bug: please report it)
 75      the job has not finished yet (``eceb-dist wait --timeout`` passed,
         ``eceb-dist result`` asked too early); try again later
@@ -55,6 +59,7 @@ __all__ = [
     "NO_SUCH_JOB",
     "OK",
     "OUTPUT",
+    "PROVIDER_FAILED",
     "PUBLICATION_REFUSED",
     "REGRESSION",
     "SHORT",
@@ -79,6 +84,7 @@ JOB_CANCELLED: Final = 8
 EXECUTION_REFUSED: Final = 9
 REGRESSION: Final = 10
 PUBLICATION_REFUSED: Final = 11
+PROVIDER_FAILED: Final = 12
 JOB_NOT_FINISHED: Final = 75
 INTERNAL: Final = 70
 HANGUP: Final = 129
@@ -98,6 +104,7 @@ SHORT: Final[dict[int, str]] = {
     EXECUTION_REFUSED: "paid execution refused",
     REGRESSION: "regression",
     PUBLICATION_REFUSED: "publication refused",
+    PROVIDER_FAILED: "provider failed",
     INTERNAL: "internal error",
     JOB_NOT_FINISHED: "job not finished yet",
     HANGUP: "hung up",
@@ -113,6 +120,7 @@ _BY_KIND: Final = {
     ErrorKind.OUTPUT: OUTPUT,
     ErrorKind.REFUSED: EXECUTION_REFUSED,
     ErrorKind.PUBLICATION: PUBLICATION_REFUSED,
+    ErrorKind.PROVIDER: PROVIDER_FAILED,
     ErrorKind.INTERNAL: INTERNAL,
 }
 

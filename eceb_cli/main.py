@@ -19,6 +19,7 @@ _COMMANDS = {
     "pair": "eceb_cli.pair:pair",
     "publish": "eceb_cli.publish:publish",
     "render": "eceb_cli.render:render",
+    "run": "eceb_cli.run:run",
     "validate": "eceb_cli.evaluate:validate",
 }
 """Each subcommand and where it is defined (``module:attribute``)."""

@@ -22,7 +22,15 @@ from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.errors import Problem
 from eceb_worker.families import Document
-from eceb_worker.families.eceb.family import COMPARISON, DECLARATIONS, PUBLICATION, SOURCES
+from eceb_worker.families.eceb.family import (
+    COMPARISON,
+    CONTEXT_REQUEST,
+    CONTEXT_RESPONSE,
+    DECLARATIONS,
+    PUBLICATION,
+    RUN_PROFILE,
+    SOURCES,
+)
 from eceb_worker.families.eceb.family import FAMILY as ECEB
 from eceb_worker.families.paired.family import FAMILY as PAIRED
 
@@ -54,6 +62,7 @@ FILES: Final[tuple[Document, ...]] = (
     PUBLICATION,
     SOURCES,
     DECLARATIONS,
+    RUN_PROFILE,
 )
 """Every kind of file, in the order ``eceb validate`` names them."""
 
@@ -61,6 +70,8 @@ DOCUMENTS: Final[tuple[Document, ...]] = (
     *FILES,
     ARTIFACT,
     COMPARISON,
+    CONTEXT_REQUEST,
+    CONTEXT_RESPONSE,
     *PAIRED.documents,
 )
 """Every published document, with its schema file in ``schema/``."""

@@ -7,10 +7,14 @@ Hierarchy::
     ├── VerificationError        the corpus does not match its registry (ECEB-0.1 §5)
     ├── OutputError              an output file cannot be written (nothing was)
     ├── ExecutionRefused         a paid execution may not start: not authorized, its
-    │                            count used up, spending stopped, awaiting approval,
-    │                            or already started (nothing runs twice)
+    │   │                        count used up, spending stopped, awaiting approval,
+    │   │                        or already started (nothing runs twice)
+    │   └── OutcomeUnknown       its last attempt's outcome is unknown (the process
+    │                            sending it stopped): sent again only when allowed
     ├── PublicationRefused       a publication bundle does not verify, or its claim
     │                            class is not supported by its evidence (ECEB-0.1 §15-§16)
+    ├── ProviderError            a model provider, judge or context system failed
+    │                            (``eceb run``): transient (worth another attempt) or final
     └── StorageError             a storage backend failed as a whole (unreachable,
                                  refused, missing bucket): nothing was judged
         ├── ShardFailedError     a shard of a distributed job did not complete
@@ -48,8 +52,10 @@ __all__ = [
     "ExecutionRefused",
     "InputError",
     "NoSuchBucketError",
+    "OutcomeUnknown",
     "OutputError",
     "Problem",
+    "ProviderError",
     "PublicationRefused",
     "ShardFailedError",
     "ShardLostError",
@@ -125,6 +131,52 @@ class ExecutionRefused(EcebError):
     :mod:`eceb_worker.io.paired.ledger`, says why): nothing was spawned."""
 
 
+class ProviderError(EcebError):
+    """A model provider, a judge or a context system failed one call
+    (``eceb run``). The message names the party and the HTTP status or
+    process outcome, never a credential nor prompt or context text.
+
+    Attributes:
+        party: who failed, e.g. ``"openai"``, ``"context system"``, ``"judge"``.
+        transient: another attempt may succeed (HTTP 408, 409, 429, 5xx, a
+            timeout, a connection lost); a final failure (an authentication
+            refused, a request the provider rejects) is not retried.
+        retry_after_s: the wait the provider asked for (``Retry-After``), if any.
+        maybe_billed: the provider may have billed the failed attempt (the
+            request was sent whole and no answer was read: a timeout, a
+            connection lost after the request, a 5xx); counted as an
+            auxiliary cost when retried (ECEB-0.1 §8).
+        status: the HTTP status, when there was one.
+        fatal: no further call to this party can succeed (an authentication
+            or permission refusal, a context system that exited): the run stops.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        party: str,
+        transient: bool,
+        retry_after_s: float | None = None,
+        maybe_billed: bool = False,
+        status: int | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.party = party
+        self.transient = transient
+        self.retry_after_s = retry_after_s
+        self.maybe_billed = maybe_billed
+        self.status = status
+        self.fatal = fatal
+
+
+class OutcomeUnknown(ExecutionRefused):
+    """A paid call of ``eceb run`` whose last attempt has no recorded outcome:
+    the process sending it stopped during it, so the provider may have billed
+    it. It is sent again only when the user allows it (``--rerun-unknown``)."""
+
+
 class PublicationRefused(EcebError):
     """A publication bundle (``eceb publish``) is refused: a bound file is
     missing, changed or not bound, the manifest or the report is not what
@@ -194,6 +246,7 @@ class ErrorKind(enum.Enum):
     OUTPUT = "output"
     REFUSED = "refused"
     PUBLICATION = "publication"
+    PROVIDER = "provider"
     INTERNAL = "internal"
 
     @classmethod
@@ -211,5 +264,6 @@ _ERROR_TYPES: Final[tuple[tuple[ErrorKind, type[EcebError]], ...]] = (
     (ErrorKind.OUTPUT, OutputError),
     (ErrorKind.REFUSED, ExecutionRefused),
     (ErrorKind.PUBLICATION, PublicationRefused),
+    (ErrorKind.PROVIDER, ProviderError),
     (ErrorKind.STORAGE, StorageError),
 )

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["tests.support.s3_server", "tests.support.redis_server"]
+pytest_plugins = ["tests.support.s3_server", "tests.support.redis_server", "tests.support.loopback_provider"]
 
 _TIERS = ("unit", "integration", "cluster")
 

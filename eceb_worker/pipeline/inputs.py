@@ -14,7 +14,7 @@ grow with the registry).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Final
 
@@ -25,12 +25,14 @@ from eceb_worker.core.lenient import decode_lenient
 from eceb_worker.core.paths import path_problems
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.checked_lines import registry_artifacts
+from eceb_worker.corpus.lines import artifact_blocks, decode_block
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_BYTES, RehashShard
 from eceb_worker.corpus.registry import KEEP_ALL, Registry, scan_registry
 from eceb_worker.corpus.sorting import MemorySorter, Sorter
 from eceb_worker.documents import HEAD_BYTES, wrong_kind
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark
+from eceb_worker.families.eceb.composition import RegistryArtifacts, RegistryTally
 from eceb_worker.families.eceb.consistency import benchmark_problems, run_header_problems
 from eceb_worker.families.eceb.partial import benchmark_parts, parts_problems
 from eceb_worker.families.eceb.run_index import IndexedRun, index_run
@@ -357,6 +359,32 @@ def referenced_artifact_ids(benchmark: Benchmark, run: IndexedRun) -> set[str]:
     return wanted
 
 
+class _Sized(msgspec.Struct, frozen=True, gc=False):
+    """What the registry's totals count of an artifact line; other fields are skipped unread."""
+
+    classification: str = ""
+    size_bytes: int = 0
+
+
+_SIZED: Final = msgspec.json.Decoder(_Sized)
+
+
+def _tallied(chunks: Iterable[bytes], tally: RegistryTally) -> Iterator[bytes]:
+    """The registry's bytes, as blocks of whole lines, each block's
+    artifact lines counted by ``tally`` as it passes (a registry already
+    checked: a block whose lines do not all decode is decoded line by line,
+    and a line that does not decode is not counted)."""
+    for block, lines, first in artifact_blocks(chunks):
+        candidates = lines[first:]
+        if candidates:
+            try:
+                sized: Sequence[_Sized | Artifact] = _SIZED.decode_lines(b"\n".join(candidates))
+            except (msgspec.DecodeError, RecursionError):
+                sized = decode_block(block, lines, first, "", None).artifacts
+            tally.add(sized)
+        yield block.data
+
+
 def load_referenced_artifacts(
     registry_at: Where,
     benchmark: Benchmark,
@@ -364,14 +392,20 @@ def load_referenced_artifacts(
     locator: Locator | None = None,
     *,
     classifications: AbstractSet[str] = frozenset(),
-) -> dict[str, Artifact]:
+) -> RegistryArtifacts:
     """The artifacts of a registry already checked (:func:`check_inputs`)
     that evaluating ``run`` against ``benchmark`` can look up
     (:func:`referenced_artifact_ids`), and those of ``classifications``
     (what the disclosure check may read), by id, read as a stream: memory
-    holds those artifacts only. Raises :class:`InputError` when the registry
-    cannot be read or changed (with ``locator`` pinning versions),
-    ``StorageError``.
+    holds those artifacts only, with the whole registry's totals by
+    classification, summed in the same pass (what each task permits, for its
+    baseline's composition, ECEB-0.1 §7). Raises :class:`InputError` when
+    the registry cannot be read or changed (with ``locator`` pinning
+    versions), ``StorageError``.
     """
     location = _located(registry_at, locator)
-    return registry_artifacts(location.chunks(), referenced_artifact_ids(benchmark, run), classifications)
+    tally = RegistryTally()
+    found = registry_artifacts(
+        _tallied(location.chunks(), tally), referenced_artifact_ids(benchmark, run), classifications
+    )
+    return RegistryArtifacts(found, tally.totals())

@@ -11,6 +11,13 @@ A bundle is a new directory::
     report.json        the report
     sources.json       the corpus's sources, licences and redistribution status
     declarations.json  the declarations (controls, exclusions, timeouts), when given
+    run.transcripts.jsonl  every provider call of the run, when eceb run wrote it beside the run
+    run.judgments.jsonl    the judge's raw judgments, when eceb run wrote them beside the run
+    rubric<.suffix>        the judge's rubric, when given (--rubric)
+
+The transcripts and judgments are found beside the run by the names
+``eceb run`` gives them (:func:`made_files`); the judgments must agree with
+the run and a rubric must be the one its judge names (ECEB-0.1 §9).
 
 The check re-hashes every bound file, names every one missing or changed
 and every file not bound, derives the manifest again from the bundled
@@ -21,7 +28,8 @@ benchmark and run and the corpus with the one evaluation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -43,12 +51,19 @@ from eceb_worker.families.eceb.publication import (
     MANIFEST_NAME,
     REQUIRED_ROLES,
     BoundFile,
+    Judgment,
     PublicationManifest,
     Published,
+    Transcript,
     build_manifest,
+    decode_lines,
     differences,
+    judging_reasons,
+    judgment_consistency,
     manifest_differences,
     report_consistency,
+    rubric_problems,
+    transcript_refusals,
 )
 from eceb_worker.families.eceb.redistribution import disclosure_refusals
 from eceb_worker.families.eceb.report import Report, encode_report
@@ -62,7 +77,14 @@ from eceb_worker.pipeline.inputs import check_inputs
 from eceb_worker.pipeline.jobs import Executor
 from eceb_worker.pipeline.reports import decode_report
 
-__all__ = ["assemble_bundle", "check_bundle", "manifest_problems", "sources_problems", "write_bundle"]
+__all__ = [
+    "assemble_bundle",
+    "check_bundle",
+    "made_files",
+    "manifest_problems",
+    "sources_problems",
+    "write_bundle",
+]
 
 BUNDLE_NAMES: Final = {
     "benchmark": "benchmark.json",
@@ -70,8 +92,32 @@ BUNDLE_NAMES: Final = {
     "report": "report.json",
     "sources": "sources.json",
     "declarations": "declarations.json",
+    "transcripts": "run.transcripts.jsonl",
+    "judgments": "run.judgments.jsonl",
 }
-"""Where each file but the registry lies in a bundle (the registry: where the benchmark names it)."""
+"""Where each file but the registry and the rubric lies in a bundle (the
+registry: where the benchmark names it; the rubric: :func:`_rubric_name`)."""
+
+EXTRA_ROLES: Final = ("transcripts", "judgments", "rubric")
+"""The optional files of a made run: read by :func:`_extras`."""
+
+_SUFFIX: Final = re.compile(r"\.[A-Za-z0-9]{1,16}")
+
+
+def _rubric_name(path: Path) -> str:
+    """The rubric's name in a bundle: ``rubric`` and the given file's suffix (``.md``), when a plain one."""
+    return "rubric" + (path.suffix if _SUFFIX.fullmatch(path.suffix) else "")
+
+
+def made_files(run_at: Path) -> dict[str, Path]:
+    """The transcripts and judgments ``eceb run`` wrote beside the run file
+    ``run_at`` (``RUN_STEM.transcripts.jsonl``, ``RUN_STEM.judgments.jsonl``),
+    by role, each when a file of that name is there."""
+    from eceb_worker.pipeline.making.session import RunOutputs
+
+    outputs = RunOutputs.beside(run_at)
+    found = {"transcripts": outputs.transcripts, "judgments": outputs.judgments}
+    return {role: path for role, path in found.items() if path.is_symlink() or path.exists()}
 
 
 class Bundle(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,11 +138,52 @@ class CheckedBundle(msgspec.Struct, frozen=True, kw_only=True):
     manifest_digest: str
 
 
+class _Extras(msgspec.Struct, frozen=True, kw_only=True):
+    """The optional files of a made run, read: each role's bundle name and
+    bytes, the judgments decoded, the rubric's digest."""
+
+    read: dict[str, tuple[str, bytes]]
+    judgments: tuple[tuple[int, Judgment], ...] | None = None
+    rubric_digest: str | None = None
+
+
+def _extras(extras: Mapping[str, Path], problems: list[Problem]) -> _Extras:
+    """Read the transcripts, judgments and rubric of ``extras`` (by role),
+    each JSON Lines file decoded line by line; every problem is added to
+    ``problems``."""
+    read: dict[str, tuple[str, bytes]] = {}
+    judgments = None
+    for role in EXTRA_ROLES:
+        path = extras.get(role)
+        if path is None:
+            continue
+        try:
+            data = read_input(path)
+        except InputError as error:
+            problems.extend(error.problems)
+            continue
+        read[role] = (_rubric_name(path) if role == "rubric" else BUNDLE_NAMES[role], data)
+        if role == "judgments":
+            lines, found = decode_lines(data, Judgment, str(path))
+            judgments = tuple(lines)
+            problems.extend(found)
+        elif role == "transcripts":
+            problems.extend(decode_lines(data, Transcript, str(path))[1])
+    rubric = read.get("rubric")
+    return _Extras(read=read, judgments=judgments, rubric_digest=digest_bytes(rubric[1]) if rubric else None)
+
+
 def _published(
-    benchmark_at: Path, run_at: Path, report_at: Path, sources_at: Path, declarations_at: Path | None
+    benchmark_at: Path,
+    run_at: Path,
+    report_at: Path,
+    sources_at: Path,
+    declarations_at: Path | None,
+    extras: Mapping[str, Path] | None = None,
 ) -> tuple[Published, dict[str, tuple[str, bytes]]]:
-    """Read and check the inputs together; every problem of every file is
-    raised at once (:class:`InputError`). Returns the documents and each
+    """Read and check the inputs together (``extras``: the transcripts,
+    judgments and rubric by role, when bundled); every problem of every file
+    is raised at once (:class:`InputError`). Returns the documents and each
     role's file name and bytes (the registry under the benchmark's path)."""
     problems: list[Problem] = []
     inputs = None
@@ -130,12 +217,15 @@ def _published(
                 decoded[role] = decode_document(data, struct, file=str(path))
         except InputError as error:
             problems.extend(error.problems)
+    made = _extras(extras or {}, problems)
     if problems or inputs is None:
         raise InputError(problems)
+    read.update(made.read)
     read["benchmark"] = (BUNDLE_NAMES["benchmark"], read_input(benchmark_at))
     registry_path = inputs.benchmark.registry.path
     read["registry"] = (registry_path, read_input(Path(inputs.registry_location)))
     taken = {name for role, name in BUNDLE_NAMES.items() if role != "registry"} | {MANIFEST_NAME}
+    taken |= {name for role, (name, _) in made.read.items() if role == "rubric"}
     if registry_path in taken or any(registry_path.startswith(name + "/") for name in taken):
         message = f"{registry_path!r} is a name a bundle keeps for another file: bundle it under another name"
         raise InputError([Problem(file=str(benchmark_at), field="registry.path", message=message)])
@@ -147,6 +237,9 @@ def _published(
         declarations=decoded.get("declarations"),  # type: ignore[arg-type]
         corpus_root=inputs.registry.corpus_root,
         artifact_count=inputs.registry.artifact_count,
+        judgments=made.judgments,
+        rubric_digest=made.rubric_digest,
+        transcripts="transcripts" in made.read,
     )
     return published, read
 
@@ -164,13 +257,25 @@ def sources_problems(sources: SourcesFile, file: str) -> list[Problem]:
 
 
 def _claim_problems(published: Published, claimed: ClaimClass, file: str) -> list[Problem]:
+    """Every reason the evidence does not support ``claimed`` (ECEB-0.1 §15),
+    the judge's evidence of a model-quality claim (§9) included."""
     evidence = claim_evidence(
         published.run,
         published.sources,
         published.declarations,
         disclosure_checked=published.report.disclosure_check.enabled,
     )
-    return [Problem(file=file, field="claim.claimed", message=reason) for reason in claim_reasons(claimed, evidence)]
+    reasons = [*claim_reasons(claimed, evidence), *judging_reasons(claimed, published)]
+    return [Problem(file=file, field="claim.claimed", message=reason) for reason in reasons]
+
+
+def _made_run_problems(published: Published, at: Mapping[str, Path]) -> list[Problem]:
+    """The judgments that do not agree with the run, and a rubric that is
+    not the one the run's judge names (``at``: each role's file)."""
+    problems = judgment_consistency(published, run_file=str(at["run"]), judgments_file=str(at.get("judgments")))
+    if "rubric" in at:
+        problems.extend(rubric_problems(published, str(at["rubric"])))
+    return problems
 
 
 def assemble_bundle(
@@ -182,25 +287,40 @@ def assemble_bundle(
     declarations_at: Path | None,
     implementation_revision: str,
     claimed: ClaimClass | None,
+    rubric_at: Path | None = None,
+    transcripts: bool = True,
 ) -> Bundle:
     """Read, check and bind the inputs of a bundle (nothing is written).
 
-    ``claimed`` None claims the run's own class. Raises :class:`InputError`
+    ``claimed`` None claims the run's own class. The transcripts and
+    judgments ``eceb run`` wrote beside the run (:func:`made_files`) are
+    bound too (the transcripts unless ``transcripts`` is false), and the
+    judge's rubric ``rubric_at`` when given. Raises :class:`InputError`
     with every problem of the inputs (a report not computed from this
-    benchmark, registry and run included); :class:`PublicationRefused` with
-    every reason the evidence does not support the claim (ECEB-0.1 §15), and
-    every task whose answers disclose restricted text or a marked secret
-    when a source is not redistributable (the run is bundled verbatim:
-    :func:`~eceb_worker.families.eceb.redistribution.disclosure_refusals`).
+    benchmark, registry and run, judgments that do not agree with the run,
+    a rubric that is not the one the run's judge names included);
+    :class:`PublicationRefused` with every reason the evidence does not
+    support the claim (ECEB-0.1 §9, §15), every task whose answers disclose
+    restricted text or a marked secret when a source is not redistributable
+    (the run is bundled verbatim:
+    :func:`~eceb_worker.families.eceb.redistribution.disclosure_refusals`),
+    and transcripts of such a corpus.
     """
-    published, read = _published(benchmark_at, run_at, report_at, sources_at, declarations_at)
+    at: dict[str, Path] = {"run": run_at, **made_files(run_at)}
+    if not transcripts:
+        at.pop("transcripts", None)
+    if rubric_at is not None:
+        at["rubric"] = rubric_at
+    published, read = _published(benchmark_at, run_at, report_at, sources_at, declarations_at, at)
     problems = report_consistency(published, str(report_at))
     problems.extend(sources_problems(published.sources, str(sources_at)))
+    problems.extend(_made_run_problems(published, at))
     if problems:
         raise InputError(problems)
     claim = claimed or published.run.claim_class
     refused = _claim_problems(published, claim, "--claim")
     refused.extend(disclosure_refusals(published, str(report_at)))
+    refused.extend(transcript_refusals(published, str(at.get("transcripts"))))
     if refused:
         raise PublicationRefused(refused)
     files = [
@@ -295,7 +415,9 @@ def check_bundle(
     a bundled input is invalid; :class:`PublicationRefused` naming every
     bound file missing or changed and every file not bound, or else every
     manifest field the files do not make, every claim the evidence does not
-    support and a report that does not recompute byte for byte;
+    support (ECEB-0.1 §9, §15), every line of the bundled judgments that
+    does not agree with the run, a bundled rubric that is not the one the
+    run's judge names, and a report that does not recompute byte for byte;
     :class:`VerificationError` when the corpus does not verify (and nothing
     else is wrong); ``StorageError`` when it cannot be read.
     """
@@ -313,12 +435,16 @@ def check_bundle(
     findings = _file_findings(directory, manifest, tree.files)
     if findings:
         raise PublicationRefused(findings)
-    role = {bound.role: directory / bound.path for bound in manifest.files}
-    published, _ = _published(role["benchmark"], role["run"], role["report"], role["sources"], role.get("declarations"))
+    role: dict[str, Path] = {bound.role: directory / bound.path for bound in manifest.files}
+    published, _ = _published(
+        role["benchmark"], role["run"], role["report"], role["sources"], role.get("declarations"), role
+    )
     findings.extend(report_consistency(published, str(role["report"])))
     findings.extend(sources_problems(published.sources, str(role["sources"])))
+    findings.extend(_made_run_problems(published, role))
     findings.extend(_claim_problems(published, manifest.claim.claimed, manifest_file))
     findings.extend(disclosure_refusals(published, str(role["report"])))
+    findings.extend(transcript_refusals(published, str(role.get("transcripts"))))
     made = build_manifest(
         published,
         claimed=manifest.claim.claimed,

@@ -182,11 +182,15 @@ class Workspace:
 
     def artifacts(self, inputs: JobInputs, registry: CheckedRegistry) -> Mapping[str, Artifact]:
         """The registry's artifacts evaluating the job's run can look up, by
-        id: every one when held, else those the run and benchmark refer to,
+        id, with the whole registry's totals (a
+        :class:`~eceb_worker.families.eceb.composition.RegistryArtifacts`):
+        every one when held, else those the run and benchmark refer to,
         read once per process and version, never the whole registry."""
         if self._held is not None:
             if self._by_id is None:
-                self._by_id = self._held.registry.by_id()
+                from eceb_worker.families.eceb.composition import RegistryArtifacts
+
+                self._by_id = RegistryArtifacts.of(self._held.registry.artifacts)
             return self._by_id
         found = self._referenced.get(inputs)
         if found is None:
@@ -327,7 +331,9 @@ class Workspace:
                 raise ValueError(f"re-hash shard {request.task.shard.index}: detached without what it scans for")
             return self._rehash(request.task, self._lent_spec)
         if request.artifacts is not None:
-            self._lent = {a.artifact_id: a for a in request.artifacts}
+            from eceb_worker.families.eceb.composition import RegistryArtifacts
+
+            self._lent = RegistryArtifacts.of(request.artifacts)
         if self._lent is None:
             raise ValueError(f"evaluation shard {request.index}: detached without the registry's artifacts")
         return evaluate_detached(request, self._lent)

@@ -152,6 +152,10 @@ def validate_file(path: Path, kind: str, benchmark: Path | None = None) -> Valid
         load_rules(read_input(path), str(path))
     elif kind in ("publication", "sources", "declarations"):
         _validate_publishing(path, kind)
+    elif kind == "run-profile":
+        from eceb_worker.pipeline.making.inputs import load_profile
+
+        load_profile(path)
     else:  # pragma: no cover - kind_of names only the kinds above
         raise ValueError(f"no kind {kind!r}")
     return Validation(file=str(path), kind=kind)

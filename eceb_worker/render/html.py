@@ -8,7 +8,8 @@ prominent banner when the run is non-empirical, and gives tasks passing
 k/n and the mean token and cost savings with the sum and the count of
 tasks each mean is over. Each task shows its verdict, its figures (tokens,
 cost, quality; savings in percent and basis points, a negative saving shown
-before it saturates at 0), the budget-ladder plot and the prompt-token plot
+before it saturates at 0), what its baseline selected against what it
+permits (§7), the budget-ladder plot and the prompt-token plot
 (:mod:`~eceb_worker.render.plots`), the gates-by-group matrix (§11) and
 every failed assertion, marked when it did not decide the verdict.
 
@@ -219,6 +220,49 @@ def _at_budget(task: TaskResult) -> str:
     return "At the first passing budget" if task.minimum_viable_budget is not None else "With no passing budget"
 
 
+def _share_of(share: int | None, whole: str) -> str:
+    return f"{'n/a' if share is None else percent(share)} of {whole}"
+
+
+def _composition(task: TaskResult) -> dict[str, Any] | None:
+    """The baseline's composition (ECEB-0.1 §7) as the page shows it: rows
+    of (what, artifacts, bytes, share) and notes on what the rows leave out;
+    ``None`` for a report written before it was given."""
+    c = task.baseline_composition
+    if c is None:
+        return None
+    rows = [
+        ("permitted by the task", grouped(c.permitted_artifacts), grouped(c.permitted_bytes), ""),
+        ("required by the task", grouped(c.required_artifacts), grouped(c.required_bytes), ""),
+    ]
+    notes = []
+    if c.repetition is None:
+        notes.append("The task has no baseline observation: nothing is selected.")
+    else:
+        permitted_share = _share_of(c.permitted_bytes_selected_bps, "the permitted bytes (its permitted artifacts)")
+        rows += [
+            (
+                f"selected by the baseline (repetition {c.repetition})",
+                grouped(c.selected_artifacts),
+                grouped(c.selected_bytes),
+                permitted_share,
+            ),
+            (
+                "selected and required",
+                grouped(c.selected_required),
+                grouped(c.selected_required_bytes),
+                _share_of(c.required_bytes_share_bps, "the bytes selected"),
+            ),
+            ("selected but not permitted (policy violations)", grouped(c.selected_not_permitted), "", ""),
+        ]
+    if c.repetitions_differ:
+        notes.append(
+            f"The baseline's repetitions select different artifacts; repetition {c.repetition} is shown "
+            "(the repeatability gate fails such a baseline)."
+        )
+    return {"rows": rows, "notes": notes}
+
+
 def _task(index: int, task: TaskResult, repetitions: Sequence[Repetition] | None) -> dict[str, Any]:
     budget = task.minimum_viable_budget
     compiled = "compiled" if budget is None else f"compiled @ {grouped(budget)}"
@@ -255,6 +299,7 @@ def _task(index: int, task: TaskResult, repetitions: Sequence[Repetition] | None
         "policy_violations": "n/a" if task.policy_violations is None else grouped(task.policy_violations),
         "policy_violations_all_groups": grouped(task.policy_violations_all_groups),
         "repeatability": {None: "n/a", True: "yes", False: "no"}[task.repeatability],
+        "composition": _composition(task),
         "ladder_plot": Markup(ladder_plot(task, repetitions, plot_id=f"ladder-{index + 1}")),  # noqa: S704 - matplotlib's SVG of our own labels
         "tokens_plot": Markup(tokens_plot(task, repetitions, plot_id=f"tokens-{index + 1}")),  # noqa: S704
         "columns": [_column(task, g) for g in task.groups],

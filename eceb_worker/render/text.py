@@ -30,6 +30,7 @@ __all__ = [
     "MINIMUM_VIABLE_BUDGET",
     "NOT_DECIDING",
     "artifacts_verified",
+    "composition_text",
     "disclosure_text",
     "finding_lines",
     "html_pointer",
@@ -141,10 +142,39 @@ def disclosure_text(report: Report) -> str:
     )
 
 
+def _share(bps: int | None) -> str:
+    return "n/a" if bps is None else percent(bps)
+
+
+def composition_text(task: TaskResult) -> str:
+    """What the task's baseline selected against what the task permits
+    (ECEB-0.1 §7): artifacts and bytes selected of those permitted, the
+    required artifacts among them, and those not permitted; said when the
+    repetitions select different artifacts, when there is no baseline, or
+    when the report predates the figures."""
+    c = task.baseline_composition
+    if c is None:
+        return "baseline composition: not in this report (written before eceb reported it)"
+    permitted = f"the task permits {grouped(c.permitted_artifacts)} artifact(s), {grouped(c.permitted_bytes)} bytes"
+    if c.repetition is None:
+        return f"baseline composition: no baseline observation; {permitted}"
+    text = (
+        f"baseline composition, repetition {c.repetition}: {grouped(c.selected_artifacts)} artifact(s) selected, "
+        f"{grouped(c.selected_bytes)} bytes; {permitted} ({_share(c.permitted_bytes_selected_bps)} of those bytes "
+        f"selected); required: {grouped(c.selected_required)} of {grouped(c.required_artifacts)} selected, "
+        f"{grouped(c.selected_required_bytes)} bytes ({_share(c.required_bytes_share_bps)} of the bytes selected); "
+        f"{grouped(c.selected_not_permitted)} selected not permitted"
+    )
+    if c.repetitions_differ:
+        text += f"; the baseline's repetitions select different artifacts (repetition {c.repetition} shown)"
+    return text
+
+
 def task_lines(task: TaskResult, *, estimated: bool = True) -> Iterator[str]:
     """:func:`task_line`, then (passing) the figures behind the savings and
     their intervals (``estimated``: the report estimated uncertainty), then
-    every failed assertion, those that did not decide the verdict marked so
+    the baseline's composition (:func:`composition_text`), then every failed
+    assertion, those that did not decide the verdict marked so
     (:data:`NOT_DECIDING`: for a passing task, all of them)."""
     yield task_line(task)
     if task.passed:
@@ -161,6 +191,7 @@ def task_lines(task: TaskResult, *, estimated: bool = True) -> Iterator[str]:
             f"{task.compiled_quality_milli} compiled, floor {task.quality_floor_milli}"
         )
         yield _interval_line(task, estimated)
+    yield f"      {composition_text(task)}"
     for failure in task.failed_assertions:
         group = f"{failure.strategy}@{failure.budget}" if failure.budget is not None else failure.strategy
         repetition = f" rep {failure.repetition}" if failure.repetition is not None else ""

@@ -190,9 +190,10 @@ def digest(data: bytes) -> str:
 # distributed coordinator stopped loading the registry whole (the report
 # names eceb's version: these change with it; the seed gained its disclosure and
 # abstention tasks, and every report its disclosure_check, its savings
-# intervals, `uncertainty`, `token_counts` and the groups' `local_prompt_tokens`).
-SEED_REPORT = "b2e4f72f62cdb377e7fbdd0e0199de98d918b19fc83664ce83d711ca9a47143d"
-PUBLIC_REPORT = "f621738c07cadcb31ff7c9b6f564b9f479cf7295062113f7d08c6c3281b48f7c"
+# intervals, `uncertainty`, `token_counts` and the groups' `local_prompt_tokens`,
+# and every task its `baseline_composition`).
+SEED_REPORT = "0f29609402e8f5b3e8b844853f666cd826287385fd74bc3f7d998d5cb9513742"
+PUBLIC_REPORT = "56b37d40ebe084e16d4f8f5a8f6aa6a3175799d289872e40dd3a314df89f1e8a"
 TAMPERED_VERIFICATION = "a01a15cc3617f409cfef7687acfba768e002bb7edcbd40eae496e3dab8520f5a"
 
 

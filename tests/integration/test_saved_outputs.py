@@ -95,6 +95,7 @@ def _help_cases() -> list[Case]:
         ),
         ("publish",),
         ("render",),
+        ("run",),
         ("validate",),
     ]
     dist_commands = [
@@ -123,6 +124,8 @@ def _help_cases() -> list[Case]:
     return cases
 
 
+_MADE = "examples/run"
+_MADE_CORPUS = str(MIX_CORPUS)
 _BENCH = f"{SEED}/benchmark.json"
 _RUN = f"{SEED}/run.json"
 _CORPUS = f"{SEED}/corpus"
@@ -270,6 +273,17 @@ CASES: list[Case] = [
         ("publish", _BENCH, "{ws}/regressed-run.json", "{ws}/seed-report.json", *_PUBLISH, "-o", "{out}/bundle"),
     ),
     Case("publish-without-sources", ("publish", _BENCH, _RUN, "{ws}/seed-report.json", "-o", "{out}/bundle")),
+    # making a run
+    Case(
+        "run-dry-run",
+        ("run", f"{_MADE}/benchmark.json", f"{_MADE}/profile.json", "--corpus", _MADE_CORPUS, "--dry-run"),
+    ),
+    Case("run-without-output", ("run", f"{_MADE}/benchmark.json", f"{_MADE}/profile.json", "--corpus", _MADE_CORPUS)),
+    Case(
+        "run-bad-profile",
+        ("run", f"{_MADE}/benchmark.json", "{ws}/bad/syntax.json", "--corpus", _MADE_CORPUS, "--dry-run"),
+    ),
+    Case("validate-run-profile", ("validate", f"{_MADE}/profile.json")),
     # the paired benchmark
     Case("pair-plan", ("pair", "plan")),
     Case("pair-plan-json", ("pair", "plan", "--json")),

@@ -159,6 +159,6 @@ def test_exits_is_declared_on_commands_with_known_codes_only() -> None:
     with pytest.raises(TypeError):
         conventions.exits(exit_codes.OK)(click.Group("group"))
     with pytest.raises(TypeError):
-        conventions.exits(12)
+        conventions.exits(13)
     with pytest.raises(TypeError):
         conventions.exit_meanings({exit_codes.STORAGE: "x"})(click.Command("command"))

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 
 from eceb_cli import exit_codes
-from eceb_worker.errors import ErrorKind, ExecutionRefused, InputError, OutputError, Problem, StorageError
+from eceb_worker.errors import (
+    ErrorKind,
+    ExecutionRefused,
+    InputError,
+    OutcomeUnknown,
+    OutputError,
+    Problem,
+    ProviderError,
+    StorageError,
+)
 from tests.support.paths import REPO
 
 
@@ -17,12 +26,15 @@ def test_every_error_kind_has_its_exit_code() -> None:
         ErrorKind.OUTPUT: 6,
         ErrorKind.REFUSED: 9,
         ErrorKind.PUBLICATION: 11,
+        ErrorKind.PROVIDER: 12,
         ErrorKind.INTERNAL: 70,
     }
     assert exit_codes.for_error(ExecutionRefused("spending stopped")) == exit_codes.EXECUTION_REFUSED
     assert exit_codes.for_error(InputError([Problem(file="f", message="m")])) == exit_codes.BAD_INPUT
     assert exit_codes.for_error(OutputError("o")) == exit_codes.OUTPUT
     assert exit_codes.for_error(StorageError("s")) == exit_codes.STORAGE
+    assert exit_codes.for_error(ProviderError("p", party="openai", transient=False)) == exit_codes.PROVIDER_FAILED
+    assert exit_codes.for_error(OutcomeUnknown("u")) == exit_codes.EXECUTION_REFUSED
 
 
 def test_the_readme_table_lists_every_exit_code() -> None:

@@ -9,6 +9,8 @@
 - :mod:`~eceb_worker.families.eceb.gates`: every gate and task-level check, in one table (§10-§14).
 - :mod:`~eceb_worker.families.eceb.tasks`: one task's evaluation: baseline, floor,
   ladder walk, minimum viable budget, savings (§10-§12).
+- :mod:`~eceb_worker.families.eceb.composition`: what a task's baseline selected against
+  what the task permits, and the registry's totals it is counted from (§7).
 - :mod:`~eceb_worker.families.eceb.shards`: the evaluation plan, map step and reduce.
 - :mod:`~eceb_worker.families.eceb.report`: the report and its digests (§12, §15, §16).
 - :mod:`~eceb_worker.families.eceb.family`: the family's documents, as

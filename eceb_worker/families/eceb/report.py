@@ -17,6 +17,7 @@ from typing import Final, Literal
 import blake3
 import msgspec
 
+from eceb_worker.core.arithmetic import BPS, ratio_bps
 from eceb_worker.core.canonical import canonical_json, canonical_lines
 from eceb_worker.errors import Problem
 from eceb_worker.families.eceb.disclosure import DisclosureCheck
@@ -309,12 +310,15 @@ def report_problems(report: Report, file: str) -> list[Problem]:  # noqa: C901, 
     ``file``: a task id given twice (``tasks[i]``, ``task_id``), a passing
     task without its minimum viable budget, compiled tokens or token
     savings, a failing task with savings (they are given only for a passing
-    task), and each summary figure that is not what its tasks make
-    (``summary``, the field). Empty for a report eceb wrote."""
+    task), a baseline composition that contradicts itself
+    (``baseline_composition.<field>``), and each summary figure that is
+    not what its tasks make (``summary``, the field). Empty for a report
+    eceb wrote."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for index, task in enumerate(report.tasks):
         record = f"tasks[{index}]"
+        problems.extend(_composition_problems(task, file, record))
         if task.task_id in seen:
             message = f"task {task.task_id!r} appears more than once"
             problems.append(Problem(file=file, record=record, field="task_id", message=message))
@@ -350,6 +354,39 @@ def report_problems(report: Report, file: str) -> list[Problem]:  # noqa: C901, 
                 message = f"says {said}, but its tasks make {made}"
                 problems.append(Problem(file=file, record="summary", field=name, message=message))
     return problems
+
+
+def _composition_problems(task: TaskResult, file: str, record: str) -> list[Problem]:
+    """What makes a task's baseline composition contradict itself, each
+    naming its field (``baseline_composition.<name>``): a count of selected
+    artifacts above the selection's or the task's, bytes above the
+    selection's, a share that is not what its figures make, a selection
+    without a repetition."""
+    c = task.baseline_composition
+    if c is None:
+        return []
+    found: list[tuple[str, str]] = []
+    for name in ("selected_required", "selected_not_permitted"):
+        if getattr(c, name) > c.selected_artifacts:
+            found.append((name, f"{getattr(c, name)} exceeds the {c.selected_artifacts} artifact(s) selected"))
+    if c.selected_required > c.required_artifacts:
+        found.append(("selected_required", f"{c.selected_required} exceeds the {c.required_artifacts} required"))
+    if c.selected_required_bytes > c.selected_bytes:
+        found.append(
+            ("selected_required_bytes", f"{c.selected_required_bytes} exceeds the {c.selected_bytes} selected")
+        )
+    made = ratio_bps(c.selected_required_bytes, c.selected_bytes) if c.selected_bytes else None
+    if c.required_bytes_share_bps != made:
+        found.append(("required_bytes_share_bps", f"says {c.required_bytes_share_bps}, but its figures make {made}"))
+    share = c.permitted_bytes_selected_bps
+    if (share is None) != (c.permitted_bytes == 0) or (share is not None and not 0 <= share <= BPS):
+        found.append(("permitted_bytes_selected_bps", f"{share} is no share of {c.permitted_bytes} permitted bytes"))
+    if c.repetition is None and (c.selected_artifacts or c.repetitions_differ):
+        found.append(("repetition", "is null (no baseline observation), but a selection is described"))
+    return [
+        Problem(file=file, record=record, field=f"baseline_composition.{name}", message=f"task {task.task_id!r}: {m}")
+        for name, m in found
+    ]
 
 
 def encode_report(report: Report) -> bytes:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, Task, task_root
+from eceb_worker.families.eceb.composition import registry_totals
 from eceb_worker.families.eceb.consistency import task_record_problems
 from eceb_worker.families.eceb.disclosure import DisclosureCheck, TaskFindings
 from eceb_worker.families.eceb.report import Report, ReportInputs, RunDigester, reduce_report, task_records_digest
@@ -43,9 +44,12 @@ def evaluate_tasks_of_run(
 
     ``tasks`` is the benchmark's tasks by id (``None``: no benchmark, check
     the records alone); ``artifacts`` the registry by artifact id (``None``:
-    check only, do not evaluate). A task id of the run that the benchmark
-    lacks yields problems, never a result, even when the benchmark has no
-    task at all. Evaluation is skipped for a task with problems: its report
+    check only, do not evaluate): every artifact, or a
+    :class:`~eceb_worker.families.eceb.composition.RegistryArtifacts` of
+    those the run and benchmark refer to with the whole registry's totals
+    (what a task permits, for its baseline's composition, ECEB-0.1 §7). A
+    task id of the run that the benchmark lacks yields problems, never a
+    result, even when the benchmark has no task at all. Evaluation is skipped for a task with problems: its report
     would be discarded anyway.
 
     ``findings`` holds the disclosures found in each task's answers, by
@@ -59,6 +63,7 @@ def evaluate_tasks_of_run(
     """
     header = indexed.header
     configurations = {c.configuration_id: c for c in header.configurations}
+    totals = registry_totals(artifacts) if artifacts is not None else None
     outcomes = []
     for task_id in task_ids:
         evidence, observations, auxiliary, problems = decode_task_evidence(indexed, task_id)
@@ -86,6 +91,7 @@ def evaluate_tasks_of_run(
                 factorial=header.factorial_experiment,
                 disclosure=disclosure,
                 bootstrap_seed=task_seed(task_id, records_digest) if uncertainty == "bootstrap" else None,
+                totals=totals,
             )
         outcomes.append(
             TaskOutcome(task_id=task_id, result=result, records_digest=records_digest, problems=tuple(problems))

@@ -17,6 +17,7 @@ import msgspec
 from eceb_worker.core.arithmetic import savings_bps
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.families.eceb.benchmark import Task
+from eceb_worker.families.eceb.composition import RegistryTotals, baseline_composition, registry_totals
 from eceb_worker.families.eceb.disclosure import TaskFindings
 from eceb_worker.families.eceb.gates import GATE_ORDER, TASK_CHECK_NAMES, TaskView, evaluate_group, task_assertions
 from eceb_worker.families.eceb.run import AuxiliaryCost, Configuration, FactorialExperiment, Observation
@@ -61,6 +62,7 @@ def evaluate_task(
     factorial: FactorialExperiment | None = None,
     disclosure: TaskFindings | None = None,
     bootstrap_seed: bytes | None = None,
+    totals: RegistryTotals | None = None,
 ) -> TaskResult:
     """Evaluate one task (ECEB-0.1 §10-§14).
 
@@ -82,6 +84,13 @@ def evaluate_task(
     :func:`~eceb_worker.families.eceb.uncertainty.task_seed`), a passing
     task's savings get their bootstrap percentile intervals (ECEB-0.1 §16);
     without, they are not estimated (``None``).
+
+    ``artifacts`` is the registry by artifact id: every artifact, or at
+    least those the task and its observations name when ``totals`` (or
+    ``artifacts`` itself, a
+    :class:`~eceb_worker.families.eceb.composition.RegistryArtifacts`)
+    gives the whole registry's totals, from which the baseline's
+    composition (ECEB-0.1 §7) counts what the task permits.
     """
     groups: dict[tuple[str, int | None], list[Observation]] = defaultdict(list)
     for obs in evidence.observations:
@@ -202,6 +211,9 @@ def evaluate_task(
         groups=tuple(results),
         token_savings_interval_bps=intervals[0],
         cost_savings_interval_bps=intervals[1],
+        baseline_composition=baseline_composition(
+            task, baseline_obs, artifacts, registry_totals(artifacts) if totals is None else totals
+        ),
     )
 
 

@@ -11,7 +11,15 @@ import msgspec
 
 from eceb_worker.errors import Problem
 
-__all__ = ["Assertion", "GateName", "GroupResult", "RecordProblem", "TaskOutcome", "TaskResult"]
+__all__ = [
+    "Assertion",
+    "BaselineComposition",
+    "GateName",
+    "GroupResult",
+    "RecordProblem",
+    "TaskOutcome",
+    "TaskResult",
+]
 
 GateName = Literal[
     "repetitions",
@@ -95,6 +103,58 @@ class GroupResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     local_prompt_tokens: int | None = None
 
 
+class BaselineComposition(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a task's full permitted-context baseline selected, against what
+    the task permits (ECEB-0.1 §6, §7): a run's writer chooses what its
+    baseline selects, so a padded or a thin baseline (and the savings it
+    makes) shows here.
+
+    Counts are artifacts, sizes the registry's ``size_bytes``; an artifact
+    selected twice counts once. *Permitted*: in the registry, of a
+    classification the task allows, and not denied to it. Shares are basis
+    points, floored; ``None`` when their whole is 0.
+
+    Fields:
+        permitted_artifacts, permitted_bytes: every registry artifact the
+            task permits, and their bytes.
+        required_artifacts, required_bytes: the task's required artifacts,
+            and their bytes.
+        repetition: the baseline repetition whose selection is described
+            (the first); ``None`` when the task has no baseline observation
+            (then nothing is selected).
+        repetitions_differ: some other baseline repetition selected another
+            set of artifacts (gate 7 fails such a baseline anyway).
+        selected_artifacts, selected_bytes: the artifacts that repetition
+            selected, and the bytes of those in the registry (one unknown to
+            it adds none).
+        selected_required: how many of them are required artifacts;
+            ``selected_required_bytes`` their bytes.
+        selected_not_permitted: how many of them the task does not permit
+            (unknown, of a classification not allowed, or denied: the policy
+            gate reports each).
+        permitted_bytes_selected_bps: the share of the permitted bytes the
+            selection holds (its permitted artifacts' bytes over
+            ``permitted_bytes``).
+        required_bytes_share_bps: the share of the selected bytes that are
+            required artifacts' (``selected_required_bytes`` over
+            ``selected_bytes``).
+    """
+
+    permitted_artifacts: int
+    permitted_bytes: int
+    required_artifacts: int
+    required_bytes: int
+    repetition: int | None
+    repetitions_differ: bool
+    selected_artifacts: int
+    selected_bytes: int
+    selected_required: int
+    selected_required_bytes: int
+    selected_not_permitted: int
+    permitted_bytes_selected_bps: int | None
+    required_bytes_share_bps: int | None
+
+
 class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The per-task figures ECEB-0.1 §12 requires, and every failed assertion.
 
@@ -129,6 +189,9 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             budget (:mod:`eceb_worker.families.eceb.uncertainty`); ``None``
             when not estimated: a failing task, uncertainty not asked for,
             a group of one repetition, no saving (ECEB-0.1 §16).
+        baseline_composition: what the baseline selected against what the
+            task permits (:class:`BaselineComposition`); ``None`` in a
+            report written before it was given.
     """
 
     task_id: str
@@ -153,6 +216,7 @@ class TaskResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     groups: tuple[GroupResult, ...]
     token_savings_interval_bps: tuple[int, int] | None = None
     cost_savings_interval_bps: tuple[int, int] | None = None
+    baseline_composition: BaselineComposition | None = None
 
 
 class RecordProblem(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -25,7 +25,8 @@ one pair from two directories, cannot both start.
 Approvals are recorded, never created by a check passing: the ledger only
 holds what a person approved (see :meth:`Ledger.approve_continuation`).
 
-Every SQLite error is mapped in one place (:func:`_mapped`): a ledger
+Every SQLite error is mapped in one place
+(:func:`eceb_worker.io.sqlite_files.mapped`): a ledger
 locked by another connection beyond :data:`BUSY_TIMEOUT_S`, read-only or
 not writable is :class:`~eceb_worker.errors.OutputError` (exit 6); a file
 that is not a ledger, or a damaged one (a missing table or ``ledger`` row,
@@ -38,20 +39,16 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
-from eceb_worker.errors import EcebError, ExecutionRefused, InputError, OutputError, Problem
+from eceb_worker.errors import ExecutionRefused, InputError, OutputError, Problem
+from eceb_worker.io.sqlite_files import BUSY_TIMEOUT_S, connect, sqlite_errors, transaction
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger", "LedgerEntry"]
 
-BUSY_TIMEOUT_S: Final = 30.0
-"""How long a runner waits for another one's transaction before giving up
-(seconds; beyond it the ledger is busy: :class:`OutputError`)."""
 
 _SCHEMA: Final = """
 CREATE TABLE ledger (
@@ -80,41 +77,12 @@ CREATE TABLE approvals (
 _EXECUTIONS: Final = "SELECT position, pair, arm, attempt_id, directory, outcome FROM executions ORDER BY position"
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
-_UNWRITABLE: Final = {
-    3: "permission denied",  # SQLITE_PERM
-    5: "busy: another connection holds it beyond the busy timeout",  # SQLITE_BUSY
-    6: "locked: another connection holds it beyond the busy timeout",  # SQLITE_LOCKED
-    7: "out of memory",  # SQLITE_NOMEM
-    8: "read-only",  # SQLITE_READONLY
-    9: "interrupted",  # SQLITE_INTERRUPT
-    10: "an I/O error",  # SQLITE_IOERR
-    13: "the disk is full",  # SQLITE_FULL
-    14: "it or its journal cannot be opened",  # SQLITE_CANTOPEN
-    15: "a locking protocol error",  # SQLITE_PROTOCOL
-}
-"""SQLite's primary result codes that say the file cannot be used now, not that it is wrong."""
+_NOUN: Final = "execution ledger"
 
 
-def _mapped(path: Path, exc: sqlite3.Error) -> EcebError:
-    """The documented error for the SQLite error ``exc`` on the ledger at
-    ``path`` (see the module): :class:`OutputError` when the file cannot be
-    written or read now (busy, locked, read-only, I/O), else
-    :class:`InputError` (not a ledger, or a damaged one)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF in _UNWRITABLE:
-        return OutputError(
-            f"{path}: the execution ledger cannot be used: {_UNWRITABLE[code & 0xFF]} ({exc}); nothing was recorded"
-        )
-    return InputError([Problem(file=str(path), message=f"not an execution ledger, or a damaged one ({exc})")])
-
-
-@contextmanager
-def _sqlite_errors(path: Path) -> Iterator[None]:
-    """Raise every SQLite error inside as :func:`_mapped` maps it."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _mapped(path, exc) from None
+def _sqlite_errors(path: Path) -> contextlib.AbstractContextManager[None]:
+    """Raise every SQLite error inside as :func:`~eceb_worker.io.sqlite_files.mapped` maps it."""
+    return sqlite_errors(path, _NOUN)
 
 
 class LedgerEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,18 +196,8 @@ class Ledger:
         with _sqlite_errors(self.path):
             self._db.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with _sqlite_errors(self.path):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):  # what failed is what is reported
-                        self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._db, self.path, _NOUN)
 
     def start(self, *, pair: int, arm: str, attempt_id: str, directory: str) -> LedgerEntry:
         """Record the start of ``arm`` of schedule pair ``pair`` as attempt
@@ -341,7 +299,5 @@ class Ledger:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly),
-    waiting up to :data:`BUSY_TIMEOUT_S` for another connection's lock."""
-    with _sqlite_errors(path):
-        return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    """A connection to the ledger (:func:`~eceb_worker.io.sqlite_files.connect`)."""
+    return connect(path, _NOUN)

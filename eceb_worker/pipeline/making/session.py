@@ -1,0 +1,426 @@
+"""``eceb run``: the plan driven through the journal, N executions in
+flight, and the run written when every execution has come to an end
+(ECEB-0.1 §7, §8, §13).
+
+One session: read the inputs (:mod:`.inputs`), plan every execution
+(:mod:`~eceb_worker.families.eceb.making.plan`), create the journal or go
+on with it (``resume``), make what the journal does not hold yet
+(:mod:`.calls`), then write the transcripts, the judgments and the run,
+each atomically, the run last. Nothing is written while an execution is
+missing: a run cut short (Ctrl-C, a spending stop, a provider failing past
+its retries, calls of unknown outcome) leaves its journal, and ``--resume``
+makes only what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import Final
+
+import msgspec
+
+from eceb_worker.core.canonical import canonical_json
+from eceb_worker.corpus.storage import CorpusStorage
+from eceb_worker.errors import EcebError, OutcomeUnknown, OutputError
+from eceb_worker.families.eceb.making.assemble import MadeExecution, PossibleCost, StreamedRun
+from eceb_worker.families.eceb.making.exchange import ModelProvider
+from eceb_worker.families.eceb.making.plan import Call, Execution, executions, paid_calls, plan_digest, plan_size
+from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge
+from eceb_worker.families.eceb.making.records import AnswerRecord, JudgeRecord
+from eceb_worker.families.eceb.run import BenchmarkReference
+from eceb_worker.io.files import atomic_write
+from eceb_worker.io.judges import CommandJudgeRunner
+from eceb_worker.io.run_journal import JournalBinding, RunJournal
+from eceb_worker.pipeline.making.calls import Calls, ExecutionResult, Stopped, kept_record
+from eceb_worker.pipeline.making.contexts import Contexts
+from eceb_worker.pipeline.making.inputs import MakingInputs
+from eceb_worker.pipeline.making.pacing import Pacer
+
+__all__ = ["MadeRun", "RunOutputs", "SessionOptions", "make_run"]
+
+_SIGNAL_POLL_S: Final = 0.1
+"""How long the main thread waits at a time for an execution to end (a signal is handled between waits)."""
+_QUEUED_PER_SLOT: Final = 2
+"""Executions submitted ahead per execution in flight (memory stays flat in the plan's size)."""
+
+
+class RunOutputs(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a made run goes: the run file, its transcripts and its judgments (JSON Lines)."""
+
+    run: Path
+    transcripts: Path
+    judgments: Path
+
+    @classmethod
+    def beside(cls, run: Path) -> RunOutputs:
+        """``run`` and, beside it, ``<stem>.transcripts.jsonl`` and ``<stem>.judgments.jsonl``."""
+        stem = run.name.removesuffix(".json")
+        return cls(
+            run=run,
+            transcripts=run.with_name(f"{stem}.transcripts.jsonl"),
+            judgments=run.with_name(f"{stem}.judgments.jsonl"),
+        )
+
+
+class SessionOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """How a session runs.
+
+    Fields:
+        journal: the journal's path.
+        resume: go on with an existing journal (else a new one is created).
+        rerun_unknown: send again calls whose outcome is unknown.
+        environ: where credentials are read from (the process environment).
+    """
+
+    journal: Path
+    resume: bool = False
+    rerun_unknown: bool = False
+    environ: Mapping[str, str] = msgspec.field(default_factory=dict)
+
+
+class MadeRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A session's end: executions made and failed (every one came to an
+    end), the calls retried, and the spend known and possible (micro-USD)."""
+
+    executions: int
+    made: int
+    failed: int
+    retried: int
+    spent_micro_usd: int
+    possible_micro_usd: int
+
+
+def _journal(inputs: MakingInputs, options: SessionOptions, size: int) -> RunJournal:
+    profile = inputs.profile
+    binding = JournalBinding(
+        plan_digest=plan_digest(
+            benchmark_digest=inputs.benchmark_digest, corpus_root=inputs.registry.corpus_root, profile=profile
+        ),
+        authorized_calls=profile.spending.authorized_executions or paid_calls(profile, size),
+        stop_micro_usd=profile.spending.stop_micro_usd,
+    )
+    if not options.resume:
+        if options.journal.exists():
+            raise OutputError(f"{options.journal}: a run journal is already here: --resume goes on with it")
+        return RunJournal.create(options.journal, binding)
+    journal = RunJournal.open(options.journal, plan_digest=binding.plan_digest)
+    try:
+        journal.set_limits(authorized_calls=binding.authorized_calls, stop_micro_usd=binding.stop_micro_usd)
+    except BaseException:
+        journal.close()
+        raise
+    return journal
+
+
+class _Parties:
+    """The models, judge and context system of a session, opened on first use."""
+
+    def __init__(self, inputs: MakingInputs, options: SessionOptions) -> None:
+        self._inputs = inputs
+        self._options = options
+        self._opened: list[ModelProvider] = []
+        self._answer: ModelProvider | None = None
+        self._judge: ModelProvider | None = None
+        self._lock = threading.Lock()  # the first calls of every thread open one client, not one each
+
+    def check_credentials(self) -> None:
+        """Read every credential the profile names (raises ``InputError``
+        naming a missing one) before anything is created or called."""
+        from eceb_worker.io.models import read_api_key
+
+        profile = self._inputs.profile
+        specs = [profile.model, *([profile.judge.model] if isinstance(profile.judge, LlmJudge) else [])]
+        for spec in specs:
+            read_api_key(spec, base_dir=self._inputs.profile_dir, environ=self._options.environ)
+
+    def answer_model(self) -> ModelProvider:
+        if self._answer is None:
+            with self._lock:
+                if self._answer is None:
+                    self._answer = self._open(self._inputs.profile.model)
+        return self._answer
+
+    def judge_model(self) -> ModelProvider:
+        judge = self._inputs.profile.judge
+        assert isinstance(judge, LlmJudge)
+        if self._judge is None:
+            with self._lock:
+                if self._judge is None:
+                    self._judge = self._open(judge.model)
+        return self._judge
+
+    def _open(self, spec: object) -> ModelProvider:
+        from eceb_worker.families.eceb.making.profile import ModelSpec
+        from eceb_worker.io.models import open_model
+
+        assert isinstance(spec, ModelSpec)
+        model = open_model(
+            spec,
+            base_dir=self._inputs.profile_dir,
+            environ=self._options.environ,
+            connections=max(self._inputs.profile.in_flight, 1),
+        )
+        self._opened.append(model)
+        return model
+
+    def close(self) -> None:
+        for model in self._opened:
+            with contextlib.suppress(Exception):
+                model.close()
+
+
+def _pacers(inputs: MakingInputs) -> tuple[Pacer, Pacer]:
+    model = inputs.profile.model
+    answer = Pacer(
+        key=f"answer:{model.provider}",
+        requests_per_minute=model.requests_per_minute,
+        tokens_per_minute=model.tokens_per_minute,
+    )
+    judge = inputs.profile.judge
+    if not isinstance(judge, LlmJudge):
+        return answer, answer
+    same = (judge.model.provider, judge.model.base_url) == (model.provider, model.base_url)
+    if same:
+        return answer, answer
+    return answer, Pacer(
+        key=f"judge:{judge.model.provider}",
+        requests_per_minute=judge.model.requests_per_minute,
+        tokens_per_minute=judge.model.tokens_per_minute,
+    )
+
+
+def _next_done(finished: SimpleQueue[Future[ExecutionResult]]) -> Future[ExecutionResult]:
+    """The next future done, waiting in short steps so that a signal's
+    handler runs at once in this (the main) thread."""
+    while True:
+        try:
+            return finished.get(timeout=_SIGNAL_POLL_S)
+        except Empty:
+            continue
+
+
+def _drive(
+    calls: Calls, pending: Iterable[Execution], in_flight: int, on_result: Callable[[ExecutionResult], None]
+) -> tuple[int, int, list[OutcomeUnknown]]:
+    """Make ``pending`` with ``in_flight`` executions at once; returns made,
+    failed and the refusals of calls of unknown outcome. The first other
+    error stops submitting; what is in flight finishes, then it is raised."""
+    made = failed = 0
+    unknown: list[OutcomeUnknown] = []
+    stop: BaseException | None = None
+    queue = iter(pending)
+    running: set[Future[ExecutionResult]] = set()
+    finished: SimpleQueue[Future[ExecutionResult]] = SimpleQueue()  # each future once it is done, in that order
+    with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="eceb-run") as pool:
+        try:
+            while True:
+                if stop is None:
+                    for execution in itertools.islice(queue, in_flight * _QUEUED_PER_SLOT - len(running)):
+                        future = pool.submit(calls.execute, execution)
+                        running.add(future)
+                        future.add_done_callback(finished.put)
+                if not running:
+                    break
+                future = _next_done(finished)
+                running.discard(future)
+                try:
+                    result = future.result()
+                except Stopped:
+                    continue
+                except OutcomeUnknown as refusal:
+                    unknown.append(refusal)
+                    continue
+                except EcebError as error:
+                    stop = stop or error
+                    calls.stopped.set()  # no further call starts; what is in flight is journaled
+                    continue
+                made += result.state == "made"
+                failed += result.state == "failed"
+                on_result(result)
+        except BaseException:
+            calls.stopped.set()
+            for future in running:
+                future.cancel()
+            raise
+    if stop is not None:
+        raise stop
+    return made, failed, unknown
+
+
+def make_run(
+    inputs: MakingInputs,
+    *,
+    storage: CorpusStorage,
+    options: SessionOptions,
+    outputs: RunOutputs,
+    on_start: Callable[[int, int], None] = lambda total, done: None,
+    on_result: Callable[[ExecutionResult], None] = lambda result: None,
+) -> MadeRun:
+    """Make the run (see the module) and write ``outputs``. ``on_start``
+    gets the plan's size and the executions already made; ``on_result``
+    each execution made now. Raises :class:`~eceb_worker.errors.ProviderError`,
+    :class:`~eceb_worker.errors.ExecutionRefused` (spending stopped, calls of
+    unknown outcome), ``StorageError``, :class:`OutputError`; the journal
+    keeps what was made."""
+    profile = inputs.profile
+    size = plan_size(inputs.benchmark, profile)
+
+    def plan() -> Iterator[Execution]:  # made again for each pass: memory stays flat in the plan's size
+        return executions(inputs.benchmark, profile)
+
+    parties = _Parties(inputs, options)
+    parties.check_credentials()
+    with _journal(inputs, options, size) as journal:
+        if options.resume:
+            on_start(size, sum(_complete(journal, e) for e in plan()))
+            pending: Iterable[Execution] = (e for e in plan() if not _complete(journal, e))
+        else:
+            on_start(size, 0)
+            pending = plan()
+        base_dir = inputs.profile_dir
+
+        def open_system() -> object:
+            from eceb_worker.io.context_systems import open_context_system
+
+            return open_context_system(profile.context_system, base_dir=base_dir)
+
+        contexts = Contexts(
+            profile,
+            artifacts=inputs.registry.artifacts,
+            tasks=inputs.benchmark.tasks,
+            storage=storage,
+            system=open_system,  # type: ignore[arg-type]
+        )
+        judge = profile.judge
+        calls = Calls(
+            profile,
+            tasks=inputs.benchmark.tasks,
+            rubric=inputs.rubric,
+            journal=journal,
+            contexts=contexts,
+            answer_model=parties.answer_model,
+            judge_model=parties.judge_model if isinstance(judge, LlmJudge) else None,
+            command_judge=CommandJudgeRunner(judge, base_dir=base_dir) if isinstance(judge, CommandJudge) else None,
+            pacers=_pacers(inputs),
+            rerun_unknown=options.rerun_unknown,
+            resumed=options.resume,
+        )
+        try:
+            _, _, unknown = _drive(calls, pending, profile.in_flight, on_result)
+        finally:
+            contexts.close()
+            parties.close()
+        if unknown:
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise OutcomeUnknown(f"{unknown[0]}{more}; nothing was written")
+        observations = _write(inputs, journal, plan, outputs)
+        summary = journal.summary()
+    return MadeRun(
+        executions=size,
+        made=observations,
+        failed=size - observations,
+        retried=summary.retried,
+        spent_micro_usd=summary.spent_micro_usd,
+        possible_micro_usd=summary.possible_micro_usd,
+    )
+
+
+def _complete(journal: RunJournal, execution: Execution) -> bool:
+    """True when the execution came to an end before: judged, or failed finally."""
+    for kind in ("answer", "judge"):
+        call_id = Call(execution=execution, kind=kind).call_id
+        if journal.result(call_id) is not None:
+            continue
+        attempts = journal.attempts(call_id)
+        return bool(attempts) and attempts[-1].outcome == "final"
+    return True
+
+
+def _made(journal: RunJournal, plan: Iterable[Execution]) -> Iterator[MadeExecution]:
+    for execution in plan:
+        answer = kept_record(journal, Call(execution=execution, kind="answer"), AnswerRecord)
+        judgment = kept_record(journal, Call(execution=execution, kind="judge"), JudgeRecord)
+        yield MadeExecution(execution=execution, answer=answer, judgment=judgment)
+
+
+def _possible_costs(journal: RunJournal, plan: Callable[[], Iterator[Execution]]) -> list[PossibleCost]:
+    attempts = journal.attempts_not_ok()
+    wanted = {attempt.call_id.rpartition(":")[0] for attempt in attempts}
+    by_id = {e.execution_id: e for e in plan() if e.execution_id in wanted} if wanted else {}
+    costs: list[PossibleCost] = []
+    for attempt in attempts:
+        execution_id, _, call = attempt.call_id.rpartition(":")
+        execution = by_id.get(execution_id)
+        if execution is None or call not in ("answer", "judge"):
+            continue
+        if attempt.cost_micro_usd:
+            costs.append(
+                PossibleCost(
+                    execution=execution, call=call, micro_usd=attempt.cost_micro_usd, reason=attempt.detail, upper=False
+                )
+            )
+        elif attempt.maybe_billed and attempt.upper_micro_usd:
+            reason = f"attempt {attempt.attempt}: {attempt.detail or 'outcome unknown'}"
+            costs.append(
+                PossibleCost(
+                    execution=execution, call=call, micro_usd=attempt.upper_micro_usd, reason=reason, upper=True
+                )
+            )
+    return costs
+
+
+def _lines(journal: RunJournal, plan: Iterable[Execution], judgments: bool) -> Iterator[bytes]:
+    for item in _made(journal, plan):
+        e = item.execution
+        where = {
+            "execution_id": e.execution_id,
+            "task_id": e.task_id,
+            "strategy": e.strategy,
+            "budget": e.budget,
+            "repetition": e.repetition,
+        }
+        if judgments:
+            if item.judgment is not None:
+                j = item.judgment
+                yield (
+                    canonical_json(
+                        {
+                            **where,
+                            "quality_milli": j.quality_milli,
+                            "rationale": j.rationale,
+                            "judge_prompt": j.judge_prompt,
+                            "raw_judgment": j.raw_judgment,
+                        }
+                    )
+                    + b"\n"
+                )
+            continue
+        for kind, record in (("answer", item.answer), ("judge", item.judgment)):
+            if record is not None and record.request_body != msgspec.Raw(b"null"):
+                line = {**where, "call": kind, "request": record.request_body, "response": record.response_body}
+                yield canonical_json(line) + b"\n"
+
+
+def _write(
+    inputs: MakingInputs, journal: RunJournal, plan: Callable[[], Iterator[Execution]], outputs: RunOutputs
+) -> int:
+    """Write the transcripts, the judgments, then the run, each a pass over
+    the plan and the journal (one execution in memory at a time); returns
+    the run's number of observations."""
+    run = StreamedRun(
+        inputs.profile,
+        benchmark=BenchmarkReference(benchmark_id=inputs.benchmark.benchmark_id, task_root=inputs.task_root),
+        corpus_root=inputs.registry.corpus_root,
+        made=lambda: _made(journal, plan()),
+        possible_costs=_possible_costs(journal, plan),
+    )
+    atomic_write(outputs.transcripts, _lines(journal, plan(), judgments=False))
+    atomic_write(outputs.judgments, _lines(journal, plan(), judgments=True))
+    atomic_write(outputs.run, run.chunks())
+    return run.observations
