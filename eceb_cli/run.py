@@ -19,15 +19,16 @@ from eceb_cli.arguments import local_path
 from eceb_cli.conventions import exits, info, is_quiet
 from eceb_cli.outputs import Output, output_option
 from eceb_worker.core.figures import grouped, usd
+from eceb_worker.core.urls import is_s3_url
 from eceb_worker.corpus.storage import StorageSpec
-from eceb_worker.errors import OutputError
+from eceb_worker.errors import ExecutionRefused, OutputError, ProviderError, StorageError
 from eceb_worker.families.eceb.making.estimate import estimate_plan
 from eceb_worker.families.eceb.making.plan import executions
 from eceb_worker.io.files import check_not_an_input
 from eceb_worker.io.storage import open_storage
 from eceb_worker.pipeline.making.calls import ExecutionResult
 from eceb_worker.pipeline.making.inputs import MakingInputs, load_making_inputs
-from eceb_worker.pipeline.making.session import RunOutputs, SessionOptions, make_run
+from eceb_worker.pipeline.making.session import MadeRun, RunOutputs, SessionOptions, make_run
 
 __all__ = ["run"]
 
@@ -91,8 +92,9 @@ def run(
     try:
         _check_outputs(inputs, source, outputs, journal, to_stdout=output.to_stdout)
         storage = open_storage(StorageSpec(source=source))
+        _check_corpus(inputs, source)
         options = SessionOptions(journal=journal, resume=resume, rerun_unknown=rerun_unknown, environ=dict(os.environ))
-        with _progress() as (start, advance):
+        with _progress() as (start, advance), _resume_hint(journal):
             made = make_run(
                 inputs, storage=storage, options=options, outputs=outputs, on_start=start, on_result=advance
             )
@@ -104,13 +106,46 @@ def run(
             outputs.run.unlink(missing_ok=True)
     written = "" if output.to_stdout else f"; run written to {outputs.run}"
     click.echo(
-        f"{made.made}/{made.executions} executions made, {made.failed} failed, {made.retried} attempts retried; "
+        f"{made.made}/{made.executions} executions made, {made.failed} failed{_before(made)}, "
+        f"{made.retried} attempts retried; "
         f"spend {usd(made.spent_micro_usd)} known, {usd(made.possible_micro_usd)} possible"
         f"{written}",
         err=output.to_stdout,
     )
     if made.failed:
         sys.exit(exit_codes.TASKS_FAILED)
+
+
+def _before(made: MadeRun) -> str:
+    """What a resumed run found made: `` (all 72 before this run: no call sent)``."""
+    if not made.before:
+        return ""
+    if made.before == made.executions:
+        return f" (all {made.before} before this run: no call sent)"
+    return f" ({made.before} of them before this run)"
+
+
+@contextmanager
+def _resume_hint(journal: Path) -> Iterator[None]:
+    """After a failure that leaves the journal, say how to go on."""
+    try:
+        yield
+    except (ExecutionRefused, ProviderError, StorageError):
+        if journal.exists():
+            info(f"the journal {journal} keeps what was made: the same command with --resume goes on")
+        raise
+
+
+def _check_corpus(inputs: MakingInputs, source: str) -> None:
+    """Refuse (``StorageError``, before anything is created) a local corpus
+    directory that does not hold the registry's first artifact: most often
+    a directory one level off."""
+    if is_s3_url(source) or not inputs.registry.artifacts:
+        return
+    first = inputs.registry.artifacts[0].path
+    if not (Path(source) / first).is_file():
+        question = "is it the corpus directory the registry describes?"
+        raise StorageError(f"{source}: holds no {first}, the registry's first artifact: {question}")
 
 
 def _check_outputs(inputs: MakingInputs, source: str, outputs: RunOutputs, journal: Path, *, to_stdout: bool) -> None:

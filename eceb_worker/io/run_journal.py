@@ -270,11 +270,14 @@ class RunJournal:
         return cls(path, db, fd)
 
     def close(self) -> None:
-        """Close the connection and release the lock."""
+        """Close the connection and release the lock (once: closing again does nothing)."""
+        if self._lock_fd < 0:
+            return
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         with contextlib.suppress(OSError):
             os.close(self._lock_fd)
+        self._lock_fd = -1
 
     def __enter__(self) -> RunJournal:
         return self
@@ -343,6 +346,11 @@ class RunJournal:
         with self._lock, sqlite_errors(self.path, _NOUN):
             rows = self._db.execute(query).fetchall()
         return [_attempt(row) for row in rows]
+
+    def is_empty(self) -> bool:
+        """True when no attempt was ever journaled."""
+        with self._lock, sqlite_errors(self.path, _NOUN):
+            return self._db.execute("SELECT 1 FROM attempts LIMIT 1").fetchone() is None
 
     def summary(self) -> JournalSummary:
         """Counts of calls and spend (see :class:`JournalSummary`)."""

@@ -90,6 +90,8 @@ class Validation(msgspec.Struct, frozen=True, kw_only=True):
                 f"{self.file}: valid benchmark: {self.task_count} tasks, task root {self.task_root}, "
                 f"corpus root {self.corpus_root}"
             )
+        if self.kind == "run-profile":
+            return f"{self.file}: valid run-profile (its judge's rubric, when it names one, matches its BLAKE3)"
         return f"{self.file}: valid {self.kind}"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.helpers import refusing_loopback_port
 from tests.support.making import (
     ANSWER,
     PLANTED_KEY,
@@ -107,6 +108,7 @@ def test_the_same_journal_gives_the_same_bytes(tiny: Path, start_loopback_provid
     again = eceb_run(tiny, "-o", str(tiny / "run.json"), "--resume")
     assert again.returncode == 0, again.stderr
     assert provider.stats()["answered"] == answered  # nothing sent again
+    assert f"(all {PLANNED_EXECUTIONS} before this run: no call sent)" in again.stdout
     second = [(tiny / name).read_bytes() for name in ("run.json", "run.transcripts.jsonl", "run.judgments.jsonl")]
     assert first == second
 
@@ -317,3 +319,22 @@ def test_a_missing_credential_is_named_before_anything_is_created(tiny: Path, st
     assert "ECEB_TEST_KEY" in done.stderr
     assert not (tiny / "run.journal").exists()
     assert provider.stats()["total"] == 0
+
+
+def test_a_corpus_one_level_off_is_named_and_leaves_no_journal(tiny: Path, start_loopback_provider) -> None:
+    provider = start_loopback_provider(answer_script())
+    write_profile(tiny, provider.openai_base_url)
+    done = eceb_run(tiny, "-o", str(tiny / "run.json"), "--corpus", str(tiny))
+    assert done.returncode == 5, done.stderr
+    assert "is it the corpus directory the registry describes?" in done.stderr
+    assert not (tiny / "run.journal").exists()
+    assert provider.stats()["total"] == 0
+
+
+def test_a_provider_that_is_not_there_is_named_by_its_address(tiny: Path) -> None:
+    with refusing_loopback_port() as port:
+        write_profile(tiny, f"http://127.0.0.1:{port}/v1", in_flight=1)
+        done = eceb_run(tiny, "-o", str(tiny / "run.json"), timeout=600)
+    assert done.returncode == 12, done.stderr
+    assert f"loopback at http://127.0.0.1:{port}/v1 (openai-chat): could not send the request" in done.stderr
+    assert "keeps what was made: the same command with --resume goes on" in done.stderr

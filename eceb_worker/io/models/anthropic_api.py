@@ -48,7 +48,13 @@ class AnthropicMessagesProvider(SdkProvider):
     OpenTelemetry spans (they could carry the prompt)."""
 
     def __init__(self, spec: ModelSpec, *, api_key: str, connections: int = DEFAULT_CONNECTIONS) -> None:
-        super().__init__(spec, build=messages_request, read=read_messages, api_key=api_key)
+        super().__init__(
+            spec,
+            build=messages_request,
+            read=read_messages,
+            api_key=api_key,
+            base_url=spec.base_url or ANTHROPIC_BASE_URL,
+        )
         self._timeout = timeout(spec)
         self._client = anthropic.Anthropic(
             api_key=api_key,
@@ -64,7 +70,9 @@ class AnthropicMessagesProvider(SdkProvider):
         try:
             raw = self._raw.create(**body)
         except anthropic.AnthropicError as exc:
-            raise anthropic_error(exc, party=self.name, api=self._spec.api, timeout_s=self._timeout.read or 0) from None
+            raise anthropic_error(
+                exc, party=self._party, api=self._spec.api, timeout_s=self._timeout.read or 0
+            ) from None
         return bytes(raw.http_request.content), bytes(raw.http_response.content)
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import httpx2
 
-from eceb_worker.core.urls import redact_url
+from eceb_worker.core.urls import redact_url, shown_url
 from eceb_worker.families.eceb.making.exchange import ModelRequest, ModelResponse
 from eceb_worker.families.eceb.making.profile import ModelSpec
 from eceb_worker.io.models.wire import ReadAnswer
@@ -105,8 +105,10 @@ class SdkProvider:
         build: Callable[[str, ModelRequest], dict[str, Any]],
         read: Callable[..., ReadAnswer],
         api_key: str,
+        base_url: str,
     ) -> None:
         self._spec = spec
+        self._party = f"{spec.provider} at {shown_url(base_url)}"
         self._build = build
         self._read = read
         self._secret = api_key.encode()
@@ -142,7 +144,7 @@ class SdkProvider:
         sent, received = self._send(self._build(self._spec.name, request))
         if self._secret and self._secret in received:
             received = received.replace(self._secret, REDACTED)
-        text, usage, revision = self._read(received, party=self.name, api=self._spec.api)
+        text, usage, revision = self._read(received, party=self._party, api=self._spec.api)
         return ModelResponse(text=text, usage=usage, model_revision=revision, request_body=sent, response_body=received)
 
     def _send(self, body: dict[str, Any]) -> tuple[bytes, bytes]:

@@ -49,7 +49,7 @@ class _OpenAIProvider(SdkProvider):
     every phase, a pool of ``connections`` kept-alive connections."""
 
     def __init__(self, spec: ModelSpec, *, api_key: str, connections: int, **api: Any) -> None:
-        super().__init__(spec, api_key=api_key, **api)
+        super().__init__(spec, api_key=api_key, base_url=spec.base_url or OPENAI_BASE_URL, **api)
         self._timeout = timeout(spec)
         self._client = openai.OpenAI(
             api_key=api_key,
@@ -66,7 +66,7 @@ class _OpenAIProvider(SdkProvider):
         try:
             raw = self._create(body)
         except openai.OpenAIError as exc:
-            raise openai_error(exc, party=self.name, api=self._spec.api, timeout_s=self._timeout.read or 0) from None
+            raise openai_error(exc, party=self._party, api=self._spec.api, timeout_s=self._timeout.read or 0) from None
         return bytes(raw.http_request.content), bytes(raw.http_response.content)
 
     def close(self) -> None:

@@ -86,9 +86,11 @@ class SessionOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 class MadeRun(msgspec.Struct, frozen=True, kw_only=True):
     """A session's end: executions made and failed (every one came to an
-    end), the calls retried, and the spend known and possible (micro-USD)."""
+    end), how many of them ended before this session (``--resume``), the
+    calls retried, and the spend known and possible (micro-USD)."""
 
     executions: int
+    before: int = 0
     made: int
     failed: int
     retried: int
@@ -276,13 +278,10 @@ def make_run(
 
     parties = _Parties(inputs, options)
     parties.check_credentials()
-    with _journal(inputs, options, size) as journal:
-        if options.resume:
-            on_start(size, sum(_complete(journal, e) for e in plan()))
-            pending: Iterable[Execution] = (e for e in plan() if not _complete(journal, e))
-        else:
-            on_start(size, 0)
-            pending = plan()
+    with _journal(inputs, options, size) as journal, _removed_unless_used(journal, created=not options.resume):
+        before = sum(_complete(journal, e) for e in plan()) if options.resume else 0
+        on_start(size, before)
+        pending: Iterable[Execution] = (e for e in plan() if not _complete(journal, e)) if options.resume else plan()
         base_dir = inputs.profile_dir
 
         def open_system() -> object:
@@ -323,12 +322,29 @@ def make_run(
         summary = journal.summary()
     return MadeRun(
         executions=size,
+        before=before,
         made=observations,
         failed=size - observations,
         retried=summary.retried,
         spent_micro_usd=summary.spent_micro_usd,
         possible_micro_usd=summary.possible_micro_usd,
     )
+
+
+@contextlib.contextmanager
+def _removed_unless_used(journal: RunJournal, *, created: bool) -> Iterator[None]:
+    """A journal this session created is removed again when the session
+    fails before anything was journaled (a corpus that cannot be read, a
+    context system that cannot start): there is nothing to resume."""
+    try:
+        yield
+    except BaseException:
+        if created and journal.is_empty():
+            journal.close()
+            journal.path.unlink(missing_ok=True)
+            for suffix in ("-wal", "-shm"):
+                journal.path.with_name(journal.path.name + suffix).unlink(missing_ok=True)
+        raise
 
 
 def _complete(journal: RunJournal, execution: Execution) -> bool:
