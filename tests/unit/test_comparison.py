@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eceb_worker.documents import DOCUMENTS
@@ -28,6 +28,7 @@ from eceb_worker.families.eceb.verdicts import Assertion, GroupResult, TaskResul
 from eceb_worker.families.eceb.vocabulary import ClaimClass
 from eceb_worker.render.comparison import comparison_lines, comparison_markdown
 from eceb_worker.render.markdown import markdown_text
+from tests.support.profiles import examples
 
 ROOT = "a" * 64
 
@@ -405,6 +406,7 @@ def test_the_order_of_the_tasks_does_not_matter(
     assert shuffled.regressed == bool(shuffled.regressions)
 
 
+@settings(max_examples=examples(ci=50, long=1000))
 @given(tasks=_task_results, thresholds=_thresholds())
 def test_a_report_never_regresses_against_itself(tasks: list[TaskResult], thresholds: Thresholds) -> None:
     same = report(*tasks)
@@ -413,6 +415,7 @@ def test_a_report_never_regresses_against_itself(tasks: list[TaskResult], thresh
     assert comparison_markdown(comparison).startswith("## eceb compare: no regression")
 
 
+@settings(max_examples=examples(ci=40, long=1000))
 @given(old=_task_results, new=_task_results)
 def test_the_strictest_thresholds_regress_whenever_looser_ones_do(old: list[TaskResult], new: list[TaskResult]) -> None:
     loose = Thresholds(
