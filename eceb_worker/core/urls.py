@@ -27,6 +27,7 @@ from urllib.parse import unquote, unquote_plus, urlsplit
 __all__ = [
     "check_location",
     "check_no_credentials",
+    "http_url_problem",
     "is_s3_url",
     "object_sibling",
     "parse_s3_url",
@@ -318,3 +319,16 @@ def s3_location(url: str) -> str:
     whole bucket). Raises ValueError for a malformed URL."""
     bucket, prefix = parse_s3_url(url)
     return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+
+def http_url_problem(value: str) -> str:
+    """Why ``value`` is not an http or https URL with a host (shown
+    redacted), or ``""`` when it is one: the rule of every base URL and
+    context-system URL of a run profile."""
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port
+    except ValueError:
+        valid = False
+    return "" if valid else f"{redact_url(value)!r} is not an http or https URL with a host"

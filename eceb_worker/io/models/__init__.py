@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from eceb_worker.core.urls import redact_url
+from eceb_worker.core.urls import http_url_problem
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.making.exchange import ModelProvider
 from eceb_worker.families.eceb.making.profile import ModelSpec
@@ -60,18 +59,5 @@ def open_model(
 
 
 def _check_base_url(spec: ModelSpec) -> None:
-    if not spec.base_url:
-        return
-    try:
-        parts = urlsplit(spec.base_url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        _ = parts.port
-    except ValueError:
-        valid = False
-    if not valid:
-        problem = Problem(
-            file="run profile",
-            field="base_url",
-            message=f"{redact_url(spec.base_url)!r} is not an http or https URL with a host",
-        )
-        raise InputError([problem])
+    if spec.base_url and (why := http_url_problem(spec.base_url)):
+        raise InputError([Problem(file="run profile", field="base_url", message=why)])

@@ -152,7 +152,7 @@ class Contexts:
         )
         response = self._system_for().build(request)
         if response.error:
-            shown = response.error[:_SHOWN_ERROR_CHARACTERS].encode("unicode_escape").decode("ascii")
+            shown = response.error[:_SHOWN_ERROR_CHARACTERS]  # escaped where it is printed
             message = (
                 f"the context system built no context for task {task.task_id!r} at budget {execution.budget}: {shown}"
             )

@@ -11,14 +11,13 @@ import os
 import shutil
 from pathlib import Path
 from typing import Final
-from urllib.parse import urlsplit
 
 import msgspec
 
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.decoding import decode_document
 from eceb_worker.core.digests import digest_bytes
-from eceb_worker.core.urls import redact_url
+from eceb_worker.core.urls import http_url_problem
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.errors import InputError, Problem
 from eceb_worker.families.eceb.benchmark import Benchmark, task_root
@@ -79,17 +78,6 @@ def _unsent_decoding(path: Path, record: str, api: str, decoding: Decoding, prob
         problems.append(Problem(file=str(path), record=record, field=field, message=message))
 
 
-def _http_url_problem(value: str) -> str:
-    """Why ``value`` is not an http or https URL with a host (``""``: it is)."""
-    try:
-        parts = urlsplit(value)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        _ = parts.port
-    except ValueError:
-        valid = False
-    return "" if valid else f"{redact_url(value)!r} is not an http or https URL with a host"
-
-
 def _program_problem(program: str, base_dir: Path) -> str:
     """Why ``program`` (a context system's or a judge's ``command[0]``) cannot
     be started from ``base_dir`` (``""``: it can)."""
@@ -110,10 +98,10 @@ def _parties_problems(path: Path, profile: RunProfile, problems: list[Problem]) 
     if isinstance(profile.judge, LlmJudge):
         models.append(("judge.model", profile.judge.model))
     for record, spec in models:
-        if spec.base_url and (why := _http_url_problem(spec.base_url)):
+        if spec.base_url and (why := http_url_problem(spec.base_url)):
             problems.append(Problem(file=str(path), record=record, field="base_url", message=why))
     system = profile.context_system
-    if system.url and (why := _http_url_problem(system.url)):
+    if system.url and (why := http_url_problem(system.url)):
         problems.append(Problem(file=str(path), record="context_system", field="url", message=why))
     if system.command and (why := _program_problem(system.command[0], path.parent)):
         problems.append(Problem(file=str(path), record="context_system", field="command", message=why))

@@ -31,7 +31,7 @@ from eceb_worker.errors import EcebError, OutcomeUnknown, OutputError
 from eceb_worker.families.eceb.making.assemble import MadeExecution, PossibleCost, StreamedRun
 from eceb_worker.families.eceb.making.exchange import ModelProvider
 from eceb_worker.families.eceb.making.plan import Call, Execution, executions, paid_calls, plan_digest, plan_size
-from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge
+from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge, ModelSpec
 from eceb_worker.families.eceb.making.records import AnswerRecord, JudgeRecord
 from eceb_worker.families.eceb.run import BenchmarkReference
 from eceb_worker.io.files import atomic_write
@@ -157,11 +157,9 @@ class _Parties:
                     self._judge = self._open(judge.model)
         return self._judge
 
-    def _open(self, spec: object) -> ModelProvider:
-        from eceb_worker.families.eceb.making.profile import ModelSpec
-        from eceb_worker.io.models import open_model
+    def _open(self, spec: ModelSpec) -> ModelProvider:
+        from eceb_worker.io.models import open_model  # the SDKs: imported when a model is first called
 
-        assert isinstance(spec, ModelSpec)
         model = open_model(
             spec,
             base_dir=self._inputs.profile_dir,
