@@ -25,6 +25,7 @@ from eceb_cli.outcomes import (
     exit_for,
     exit_for_verdict,
     job_state,
+    made_verdict,
     result_bytes,
     verification_of,
     wait_until_ended,
@@ -42,6 +43,7 @@ from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import DEFAULT_SHARD_OBSERVATIONS
 from eceb_worker.families.eceb.uncertainty import UncertaintyMode
 from eceb_worker.pipeline.jobs import SCAN_COST
+from eceb_worker.pipeline.messages import JobKind
 from eceb_worker.render.text import artifacts_verified, tasks_pass, verification_verdict
 
 __all__ = ["main"]
@@ -214,10 +216,12 @@ def jobs(limit: int, as_json: bool) -> None:
     exit_codes.STORAGE,
     exit_codes.TASKS_FAILED,
     exit_codes.VERIFICATION_FAILED,
+    exit_codes.EXECUTION_REFUSED,
+    exit_codes.PROVIDER_FAILED,
     exit_codes.NO_SUCH_JOB,
     exit_codes.JOB_CANCELLED,
     exit_codes.JOB_NOT_FINISHED,
-    meanings={exit_codes.TASKS_FAILED: "failing tasks"},
+    meanings={exit_codes.TASKS_FAILED: "failing tasks (a made run: executions that failed)"},
 )
 @main.command()
 @click.argument("job_id", metavar="JOB")
@@ -226,8 +230,9 @@ def jobs(limit: int, as_json: bool) -> None:
 def wait(job_id: str, timeout: float | None) -> None:
     """Wait until a job ends. An evaluation exits 0 when every task passes,
     1 when some fail; a verification 0 when the corpus verified, 4 when not
-    (its findings listed, as `eceb corpus verify`); 3/4/5/6/70 when the job
-    failed (as `eceb evaluate`), 8 when cancelled, 75 on timeout.
+    (its findings listed, as `eceb corpus verify`); a made run 0 when every
+    execution was made, 1 when some failed; 3/4/5/6/9/12/70 when the job
+    failed (as `eceb evaluate` and `eceb run`), 8 when cancelled, 75 on timeout.
 
     Progress bars show on a terminal. Warns when no worker consumes the
     queue (the job would wait for ever).
@@ -243,6 +248,8 @@ def wait(job_id: str, timeout: float | None) -> None:
         report = verification_of(state)
         print_findings(report)
         click.echo(verification_verdict(report))
+    elif state.kind is JobKind.MAKE:
+        click.echo(f"{made_verdict(state)}; run written to {state.out}")
     else:
         click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {state.out}")
     exit_for_verdict(state)
@@ -254,17 +261,19 @@ def wait(job_id: str, timeout: float | None) -> None:
     exit_codes.TASKS_FAILED,
     exit_codes.VERIFICATION_FAILED,
     exit_codes.OUTPUT,
+    exit_codes.EXECUTION_REFUSED,
+    exit_codes.PROVIDER_FAILED,
     exit_codes.NO_SUCH_JOB,
     exit_codes.JOB_CANCELLED,
     exit_codes.JOB_NOT_FINISHED,
-    meanings={exit_codes.TASKS_FAILED: "failing tasks"},
+    meanings={exit_codes.TASKS_FAILED: "failing tasks (a made run: executions that failed)"},
 )
 @main.command()
 @click.argument("job_id", metavar="JOB")
 @output_option("Write the report here (atomically; standard output without -o).")
 @cluster_options
 def result(job_id: str, output: Output | None) -> None:
-    """Download a finished job's report (to FILE, atomically, or to stdout)."""
+    """Download a finished job's report, or a made run's run (to FILE, atomically, or to stdout)."""
     if output is not None:
         output.check()
     cluster = connect()
@@ -287,6 +296,8 @@ def result(job_id: str, output: Output | None) -> None:
         if state.is_verification:
             report = verification_of(state)
             click.echo(f"{artifacts_verified(report)}; report written to {output}")
+        elif state.kind is JobKind.MAKE:
+            click.echo(f"{made_verdict(state)}; run written to {output}")
         else:
             click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {output}")
     exit_for_verdict(state)
@@ -378,9 +389,11 @@ def worker(
 
 def _add_commands() -> None:
     """Commands defined in modules of their own."""
+    from eceb_cli.dist_run import run
     from eceb_cli.nightly import accept_night, nightly
     from eceb_cli.probe import probe
 
+    main.add_command(run)
     main.add_command(nightly)
     main.add_command(accept_night)
     main.add_command(probe)

@@ -19,6 +19,7 @@ from eceb_cli.outcomes import job_state, status_line, wait_until_ended
 if TYPE_CHECKING:
     from eceb_worker.cluster.client import Cluster
     from eceb_worker.cluster.state import JobRecord
+    from eceb_worker.cluster.views import MakingStatus
 
 __all__ = ["DEFAULT_JOBS", "print_jobs", "print_status", "watch_status"]
 
@@ -35,15 +36,39 @@ def print_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:
     state = job_state(cluster, job_id)
     failures = cluster.store.failures(job_id)
     waiting, live = cluster.waiting(job_id) if not state.phase.ended else ([], [])
+    making = cluster.making_status(state)
     if as_json:
-        status = job_status(state, failures, int(time.time()), waiting, live)
+        status = job_status(state, failures, int(time.time()), waiting, live, making)
         click.echo(msgspec.json.encode(status).decode())
         return
     echo(status_line(job_id, state, failures))
     for failure in failures:
         echo(f"  failure: {failure}")
+    if making is not None:
+        _print_making(making)
     for line in waiting_lines(waiting, len(waiting), live, state.phase.value):
         echo(line)
+
+
+def _print_making(making: MakingStatus) -> None:
+    """A made run's calls and spend, and its calls of unknown outcome."""
+    from eceb_worker.core.figures import usd
+
+    line = f"  calls: {making.made} made, {making.failed} failed; spent {usd(making.spent_micro_usd)}"
+    if making.possible_micro_usd:
+        line += f" (and up to {usd(making.possible_micro_usd)} more, in flight or of unknown outcome)"
+    echo(line)
+    if making.unknown_count:
+        shown = ", ".join(making.unknown_calls)
+        more = (
+            f" (and {making.unknown_count - len(making.unknown_calls)} more)"
+            if making.unknown_count > len(making.unknown_calls)
+            else ""
+        )
+        echo(
+            f"  outcome unknown: {making.unknown_count} calls (their worker died; the provider may have billed "
+            f"them): {shown}{more}; `eceb-dist run --resume JOB --rerun-unknown` sends them again"
+        )
 
 
 def watch_status(cluster: Cluster, job_id: str, *, as_json: bool) -> None:

@@ -20,7 +20,9 @@ from eceb_cli.conventions import Stopped
 from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import Phase
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.core.figures import usd
 from eceb_worker.errors import ErrorKind, InputError, StorageError
+from eceb_worker.pipeline.messages import JobKind
 from eceb_worker.render.text import artifacts_verified, tasks_pass
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ def verification_of(state: JobRecord) -> VerificationReport:
 
 def status_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
     """One line: the job's phase, shards done of each stage, failures, how it ended."""
+    if state.kind is JobKind.MAKE:
+        return _making_line(job_id, state, failures)
     line = f"{job_id}: {state.phase.value}; re-hash shards {state.rehash_done}/{_total(state.rehash_total)}"
     if not state.is_verification:
         line += f"; evaluation shards {state.eval_done}/{_total(state.eval_total)}"
@@ -72,6 +76,28 @@ def status_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
     return line
 
 
+def _making_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
+    """A made run's status line: execution shards, failures, how it ended (its spend once done)."""
+    line = f"{job_id}: {state.phase.value}; execution shards {state.make_done}/{_total(state.make_total)}"
+    line += f"; failures {len(failures)}"
+    if state.phase is Phase.DONE:
+        line += f"; {made_verdict(state)}; run {state.out}"
+    elif state.phase is Phase.FAILED:
+        line += f"; {state.error_kind} error: {state.error}"
+    return line
+
+
+def made_verdict(state: JobRecord) -> str:
+    """What a finished made run holds and cost: observations of executions,
+    the spend known (and possible, of calls of unknown outcome)."""
+    line = (
+        f"{state.observations} observations of {state.executions} executions; spent {usd(state.spent_micro_usd or 0)}"
+    )
+    if state.possible_micro_usd:
+        line += f" (and up to {usd(state.possible_micro_usd)} more, of calls whose outcome is unknown)"
+    return line
+
+
 def _total(total: int | None) -> str:
     """Shards planned of a stage: ``?`` before it is planned."""
     return "?" if total is None else str(total)
@@ -79,8 +105,9 @@ def _total(total: int | None) -> str:
 
 def exit_for(job_id: str, state: JobRecord) -> None:
     """Print a failed or cancelled job's reason and exit with its code; return when done."""
+    written = "no run was written" if state.kind is JobKind.MAKE else "no report was written"
     if state.phase is Phase.CANCELLED:
-        click.echo(f"job {job_id} was cancelled; no report was written", err=True)
+        click.echo(f"job {job_id} was cancelled; {written}", err=True)
         sys.exit(exit_codes.JOB_CANCELLED)
     if state.phase is not Phase.FAILED:
         return
@@ -95,7 +122,7 @@ def exit_for(job_id: str, state: JobRecord) -> None:
         echo(f"error: {state.error}", err=True)
     else:
         echo(f"error: {kind.value}: {state.error}", err=True)
-    click.echo(f"job {job_id} failed; no report was written", err=True)
+    click.echo(f"job {job_id} failed; {written}", err=True)
     sys.exit(exit_codes.for_kind(kind))
 
 
@@ -137,6 +164,7 @@ def _stages(state: JobRecord) -> tuple[tuple[int, int, str], ...]:
     return (
         (state.rehash_done, state.rehash_total or 0, "re-hash"),
         (state.eval_done, state.eval_total or 0, "evaluation"),
+        (state.make_done, state.make_total or 0, "execution"),
     )
 
 
@@ -248,10 +276,14 @@ def warn_without_workers(cluster: Cluster) -> None:
 
 
 def exit_for_verdict(state: JobRecord) -> None:
-    """Exit as the finished job's verdict says: 1 for failing tasks, 4 for a
-    corpus that did not verify; return when everything passed."""
+    """Exit as the finished job's verdict says: 1 for failing tasks (a made
+    run: executions that failed), 4 for a corpus that did not verify;
+    return when everything passed."""
     if state.is_verification:
         if not verification_of(state).ok:
             sys.exit(exit_codes.VERIFICATION_FAILED)
+    elif state.kind is JobKind.MAKE:
+        if state.observations != state.executions:
+            sys.exit(exit_codes.TASKS_FAILED)
     elif state.passing_tasks != state.total_tasks:
         sys.exit(exit_codes.TASKS_FAILED)

@@ -143,7 +143,7 @@ def check_submission(message: JobMessage) -> None:
             wrong.append(problem)
     if wrong:
         raise InputError(wrong)
-    registry = inputs.registry or _registry_of(store, inputs.benchmark)
+    registry = inputs.registry or registry_url_of(store, inputs.benchmark)
     if registry and is_s3_url(registry) and is_s3_url(message.corpus.source):
         check_corpus_prefix(store, registry, message.corpus.source)
     if message.out:
@@ -167,7 +167,7 @@ class _FirstArtifact(msgspec.Struct):
     path: str
 
 
-def _registry_of(store: ObjectStore, benchmark: str) -> str:
+def registry_url_of(store: ObjectStore, benchmark: str) -> str:
     """The ``s3://`` URL of ``benchmark``'s registry (its ``registry.path``
     beside it); ``""`` when the benchmark is not an object or does not say
     (the job reports what is wrong with it, every problem together)."""

@@ -18,10 +18,10 @@ from eceb_worker.cluster.app import QUEUE, make_app
 from eceb_worker.cluster.backend import policy_of
 from eceb_worker.cluster.logs import task_label
 from eceb_worker.cluster.retry import UNREACHABLE
-from eceb_worker.cluster.state import JobStore, Phase
+from eceb_worker.cluster.state import JobRecord, JobStore, Phase
 from eceb_worker.cluster.steps import COORDINATE, Step
 from eceb_worker.cluster.tasks import COORDINATE_TASK
-from eceb_worker.cluster.views import StepState, waiting_steps
+from eceb_worker.cluster.views import MakingStatus, StepState, waiting_steps
 from eceb_worker.cluster.work import work_of
 from eceb_worker.core.urls import redact_url, scrub
 from eceb_worker.errors import StorageError
@@ -113,6 +113,30 @@ class Cluster:
         progress = self.work.progress(job_id, steps)
         now_ms = time.time_ns() // 1_000_000
         return waiting_steps(steps, progress, now_ms), self.work.live_workers()
+
+    def making_status(self, record: JobRecord) -> MakingStatus | None:
+        """A made run's calls and spend as its journal holds them (``None``
+        for another job, or when its journal is gone)."""
+        from eceb_worker.cluster.run_journal import RedisRunJournal
+        from eceb_worker.pipeline.messages import JobKind
+
+        if record.kind is not JobKind.MAKE or not record.journal:
+            return None
+        journal = RedisRunJournal(self.app.backend.client, record.journal, reaching=self.policy.reaching)
+        try:
+            summary = journal.summary()
+        except StorageError:
+            return None
+        unknown, count = journal.unknown_calls()
+        return MakingStatus(
+            journal=record.journal,
+            made=summary.made,
+            failed=summary.failed,
+            spent_micro_usd=summary.spent_micro_usd,
+            possible_micro_usd=summary.possible_micro_usd,
+            unknown_calls=tuple(unknown),
+            unknown_count=count,
+        )
 
     def revoke(self, task_id: str) -> None:
         """Revoke task ``task_id`` on every worker (sent again through a

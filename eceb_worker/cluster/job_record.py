@@ -27,6 +27,7 @@ class Phase(enum.Enum):
     LOADING = "loading"
     VERIFYING = "verifying"
     EVALUATING = "evaluating"
+    MAKING = "making"
     WRITING = "writing"
     DONE = "done"
     FAILED = "failed"
@@ -35,6 +36,8 @@ class Phase(enum.Enum):
     @classmethod
     def of_stage(cls, stage: Stage) -> Phase:
         """The phase of a job running ``stage``."""
+        if stage is Stage.MAKE:
+            return cls.MAKING
         return cls.EVALUATING if stage is Stage.EVALUATE else cls.VERIFYING
 
     @property
@@ -76,7 +79,14 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
         verification: the verification report it recorded (a verification
             once done, or an evaluation whose corpus did not verify);
             ``verification_json``: the same report, the bytes recorded.
-        report_digest: BLAKE3 of the report it wrote (None before).
+        report_digest: BLAKE3 of the report it wrote (None before); a
+            made run's: of its run file.
+        journal: a made run's journal of paid calls (its id; ``""`` otherwise).
+        make_done, make_total: a made run's execution shards done and planned.
+        executions, observations: a made run's plan size and, once done,
+            the observations its run holds.
+        spent_micro_usd, possible_micro_usd: a made run's spend once done:
+            known, and possible beyond it (upper bounds of calls of unknown outcome).
     """
 
     job_id: str
@@ -104,6 +114,13 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     verification: VerificationReport | None = None
     verification_json: str | None = None
     report_digest: str | None = None
+    journal: str = ""
+    make_done: int = 0
+    make_total: int | None = None
+    executions: int | None = None
+    observations: int | None = None
+    spent_micro_usd: int | None = None
+    possible_micro_usd: int | None = None
 
     @property
     def is_verification(self) -> bool:
@@ -113,11 +130,12 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def shards(self) -> tuple[int, int]:
         """Shards done and planned so far, every stage together (a stage not yet planned counts none)."""
-        return self.rehash_done + self.eval_done, (self.rehash_total or 0) + (self.eval_total or 0)
+        done = self.rehash_done + self.eval_done + self.make_done
+        return done, (self.rehash_total or 0) + (self.eval_total or 0) + (self.make_total or 0)
 
 
 _INTEGER: Final = re.compile(r"-?[0-9]+")
-_TEXTS: Final = ("benchmark", "run", "registry", "corpus", "out", "coordinator")
+_TEXTS: Final = ("benchmark", "run", "registry", "corpus", "out", "coordinator", "journal")
 _OPTIONAL_TEXTS: Final = ("error_kind", "error", "report_digest")
 _INTEGERS: Final = (
     "created",
@@ -129,6 +147,12 @@ _INTEGERS: Final = (
     "total_tasks",
     "rehash_done",
     "eval_done",
+    "make_done",
+    "make_total",
+    "executions",
+    "observations",
+    "spent_micro_usd",
+    "possible_micro_usd",
 )
 
 

@@ -36,9 +36,17 @@ __all__ = [
 COORDINATE: Final = "coordinate"
 """The first step of every job."""
 
-SHARD_TASKS: Final = {Stage.REHASH: "eceb.job_rehash_shard", Stage.EVALUATE: "eceb.evaluate_shard"}
+SHARD_TASKS: Final = {
+    Stage.REHASH: "eceb.job_rehash_shard",
+    Stage.EVALUATE: "eceb.evaluate_shard",
+    Stage.MAKE: "eceb.make_shard",
+}
 """The task that runs one shard of each stage."""
-REDUCE_TASKS: Final = {Stage.REHASH: "eceb.job_verified", Stage.EVALUATE: "eceb.job_finish"}
+REDUCE_TASKS: Final = {
+    Stage.REHASH: "eceb.job_verified",
+    Stage.EVALUATE: "eceb.job_finish",
+    Stage.MAKE: "eceb.run_finish",
+}
 """The task that reduces each stage's answers (published by its last shard to answer)."""
 
 WORKERS_KEY: Final = "eceb:workers"

@@ -252,6 +252,9 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
     report in the state and, with ``out``, in storage (a verification)."""
     job_id = message.job_id
     fields: dict[str, str | int] = {}
+    if message.kind is JobKind.MAKE:
+        _made(store, message, finished)
+        return
     if message.kind is JobKind.EVALUATE:
         assert finished.report is not None
         data = encode_report(finished.report)
@@ -280,6 +283,32 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
         # (Done meanwhile: the same step delivered twice wrote the same bytes, kept.)
         return
     store.update(job_id, phase=Phase.DONE.value, **fields)
+
+
+def _made(store: JobStore, message: JobMessage, finished: Finished) -> None:
+    """A made run's end: its run, transcripts and judgments are written (by
+    the reduce, the run last); record its digest and spend, then delete the
+    shards' partials (the run holds what they held). A job cancelled
+    meanwhile leaves no run, and keeps its partials for ``--resume``."""
+    from eceb_worker.io.objects import ObjectStore
+    from eceb_worker.pipeline.making.shards import discard, outputs_of
+
+    made = finished.made
+    assert made is not None
+    fields: dict[str, str | int] = {
+        "report_digest": made.run_digest,
+        "executions": made.executions,
+        "observations": made.observations,
+        "spent_micro_usd": made.spent_micro_usd,
+        "possible_micro_usd": made.possible_micro_usd,
+    }
+    _logger.info("job done: %d observations of %d executions", made.observations, made.executions)
+    objects = ObjectStore(message.inputs.endpoint_url)
+    if store.update(message.job_id, phase=Phase.DONE.value, **fields):
+        discard(objects.delete, made.partials)
+    elif _cancelled(store, message.job_id):
+        for url in outputs_of(message.out):
+            objects.delete(url)
 
 
 def _cancelled(store: JobStore, job_id: str) -> bool:
@@ -371,5 +400,9 @@ def register_tasks(app: Any, policy: RetryPolicy) -> None:
     for stage, name in REDUCE_TASKS.items():
         app.task(name=name, **options)(bound(reduce_stage, stage.value))
     from celery.signals import task_revoked
+
+    from eceb_worker.cluster.making import lend_making
+
+    lend_making(WORKSPACE, app)
 
     task_revoked.connect(shard_revoked, weak=False, dispatch_uid="eceb-shard-revoked")

@@ -87,6 +87,28 @@ class StepState(msgspec.Struct, frozen=True, kw_only=True):
     republished: int = 0
 
 
+class MakingStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """A made run's calls as its journal holds them (``eceb-dist status``).
+
+    Fields:
+        journal: the journal's id.
+        made, failed: calls made, failed finally.
+        spent_micro_usd, possible_micro_usd: spend known, and possible
+            beyond it (upper bounds of calls in flight or of unknown outcome).
+        unknown_calls: the first calls of unknown outcome (their worker
+            died; the provider may have billed them), sorted;
+            ``unknown_count`` counts them all.
+    """
+
+    journal: str
+    made: int
+    failed: int
+    spent_micro_usd: int
+    possible_micro_usd: int
+    unknown_calls: tuple[str, ...] = ()
+    unknown_count: int = 0
+
+
 class JobStatus(JobSummary, frozen=True, kw_only=True):
     """One job's state, as ``eceb-dist status --json`` prints it: its
     :class:`JobSummary`, then:
@@ -104,6 +126,8 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
         waiting: the steps it waits for (published, not finished), the
             first :data:`SHOWN_STEPS` of them; ``waiting_count`` counts them all.
         live_workers: the workers heard from lately (none: nothing runs it).
+        make_done, make_total: a made run's execution shards done and planned.
+        making: a made run's calls and spend (``None`` for other jobs).
     """
 
     rehash_done: int
@@ -125,6 +149,9 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
     waiting: tuple[StepState, ...] = ()
     waiting_count: int = 0
     live_workers: tuple[str, ...] = ()
+    make_done: int = 0
+    make_total: int | None = None
+    making: MakingStatus | None = None
 
 
 def rfc3339(seconds: int) -> str:
@@ -239,9 +266,11 @@ def job_status(
     now_s: int,
     waiting: Iterable[StepState] = (),
     live_workers: Iterable[str] = (),
+    making: MakingStatus | None = None,
 ) -> JobStatus:
     """The status of a job from its ``record`` and ``failures`` at Unix time
-    ``now_s``, with the steps it waits for and the workers alive."""
+    ``now_s``, with the steps it waits for, the workers alive, and a made
+    run's calls (``making``)."""
     summary = job_summary(record, now_s)
     pending = list(waiting)
     return JobStatus(
@@ -264,6 +293,9 @@ def job_status(
         report_digest=record.report_digest,
         waiting=tuple(pending[:SHOWN_STEPS]),
         waiting_count=len(pending),
+        make_done=record.make_done,
+        make_total=record.make_total,
+        making=making,
         live_workers=tuple(live_workers),
     )
 

@@ -11,6 +11,7 @@ import posixpath
 import uuid
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 from typing import Any
 
 from eceb_worker.core.urls import split_object_url
@@ -209,6 +210,25 @@ class ObjectStore:
         except REQUEST_ERRORS as exc:
             raise _output_error(s3_error(exc, Role.WRITING, url, endpoint=self.endpoint)) from None
 
+    def put_file_atomic(self, url: str, path: Path) -> None:
+        """Write a local file's bytes under ``url`` as :meth:`put_atomic`
+        does, uploaded by boto3's transfer manager (in parts when large,
+        each read from the file as it is sent: memory does not grow with
+        the file)."""
+
+        def upload(bucket: str, temporary: str) -> None:
+            from boto3.exceptions import S3UploadFailedError
+
+            try:  # parts read from the file as they are sent (an open file's would be buffered ahead)
+                self.client.upload_file(str(path), bucket, temporary)
+            except S3UploadFailedError as exc:
+                cause = exc.__context__
+                if isinstance(cause, REQUEST_ERRORS):
+                    raise cause from None  # mapped as any request's failure
+                raise OutputError(f"{url}: cannot write ({type(exc).__name__})") from None
+
+        self._replace(url, upload)
+
     def put_atomic(self, url: str, data: bytes) -> None:
         """Write ``data`` under ``url`` so that a reader of ``url`` sees the old
         object or the complete new one, never a part.
@@ -219,11 +239,17 @@ class ObjectStore:
         Raises :class:`OutputError` when the object cannot be written,
         ``StorageError`` when the endpoint cannot be reached.
         """
+        self._replace(url, lambda bucket, temporary: self.client.put_object(Bucket=bucket, Key=temporary, Body=data))
+
+    def _replace(self, url: str, upload: Callable[[str, str], object]) -> None:
+        """Upload the new bytes to a temporary key beside ``url``'s
+        (``upload(bucket, temporary_key)``), copy them to ``url`` in one
+        request, and delete the temporary object (also on failure)."""
         bucket, key = _object(url, OutputError)
         directory, name = posixpath.split(key)
         temporary = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.partial")
         try:
-            self.client.put_object(Bucket=bucket, Key=temporary, Body=data)
+            upload(bucket, temporary)
             try:
                 self.client.copy_object(
                     Bucket=bucket, Key=key, CopySource={"Bucket": bucket, "Key": temporary}, MetadataDirective="COPY"

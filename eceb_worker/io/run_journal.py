@@ -3,8 +3,9 @@ before it is sent and what came of it, so that a run cut short (Ctrl-C,
 ``kill -9``, a provider outage) goes on with ``--resume`` and pays only for
 what is missing.
 
-It keeps the rules of the paired benchmark's ledger
-(:mod:`eceb_worker.io.paired.ledger`): an authorized number of paid calls
+It keeps the rules every journal of a made run keeps
+(:mod:`eceb_worker.families.eceb.making.journal`), those of the paired
+benchmark's ledger too (:mod:`eceb_worker.io.paired.ledger`): an authorized number of paid calls
 (every call started counts, finished or not), a spending stop, nothing runs
 twice. :meth:`RunJournal.begin` decides, under the journal's lock,
 whether an attempt of a call may be sent, and records it in one statement
@@ -47,6 +48,7 @@ from typing import Final
 import msgspec
 
 from eceb_worker.errors import ExecutionRefused, InputError, OutcomeUnknown, OutputError, Problem
+from eceb_worker.families.eceb.making.journal import Attempt, JournalBinding, JournalSummary, possible_spend
 from eceb_worker.io.sqlite_files import connect, sqlite_errors, transaction
 
 __all__ = ["Attempt", "JournalBinding", "JournalSummary", "RunJournal"]
@@ -78,51 +80,6 @@ CREATE TABLE stops (id INTEGER PRIMARY KEY, reason TEXT NOT NULL);
 """
 
 
-class JournalBinding(msgspec.Struct, frozen=True, kw_only=True):
-    """What a journal is bound to and allows: the plan's digest, the
-    authorized number of paid calls and the spending stop (micro-USD, 0: none)."""
-
-    plan_digest: str
-    authorized_calls: int
-    stop_micro_usd: int
-
-
-class Attempt(msgspec.Struct, frozen=True, kw_only=True):
-    """One attempt of one call as the journal holds it.
-
-    Fields:
-        seq: its place among all attempts (order of start).
-        call_id, attempt (1-based per call).
-        upper_micro_usd: its upper-bound cost, counted while its cost is not known.
-        outcome: ``ok``, ``transient`` (retried or given up), ``final``,
-            ``unknown`` (the process stopped during it), or ``None`` (in flight).
-        maybe_billed: the provider may have billed it without an answer.
-        cost_micro_usd: its known cost (``ok``).
-        detail: what happened (status, error class; never a credential or prompt text).
-    """
-
-    seq: int
-    call_id: str
-    attempt: int
-    upper_micro_usd: int
-    outcome: str | None
-    maybe_billed: bool
-    cost_micro_usd: int
-    detail: str
-
-
-class JournalSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """Counts for a progress line: calls made, failed finally, of unknown
-    outcome, attempts retried, and the spend (known + possible), micro-USD."""
-
-    made: int
-    failed: int
-    unknown: int
-    retried: int
-    spent_micro_usd: int
-    possible_micro_usd: int
-
-
 _ATTEMPT_COLUMNS: Final = "seq, call_id, attempt, upper_micro_usd, outcome, maybe_billed, cost_micro_usd, detail"
 
 
@@ -145,12 +102,6 @@ class _Totals:
         self.stopped = stopped
 
 
-def _possible(outcome: str | None, maybe_billed: bool, cost: int, upper: int) -> int:
-    """One attempt's part of :data:`_SPEND`."""
-    counted = outcome is None or outcome == "unknown" or (maybe_billed and cost == 0)
-    return cost + (upper if counted else 0)
-
-
 def _attempt(row: tuple[object, ...]) -> Attempt:
     seq, call_id, attempt, upper, outcome, billed, cost, detail = row
     return Attempt(
@@ -171,7 +122,7 @@ _SPEND: Final = (
 )
 """Spend known and possible: every attempt's known cost, and the upper bound
 of every attempt in flight, of unknown outcome, or possibly billed without
-a known cost (:func:`_possible`, attempt by attempt)."""
+a known cost (:func:`~eceb_worker.families.eceb.making.journal.possible_spend`, attempt by attempt)."""
 _STARTED: Final = "SELECT COUNT(DISTINCT call_id) FROM attempts WHERE paid = 1"
 _BEFORE_BEGIN: Final = (
     "SELECT (SELECT 1 FROM results WHERE call_id = ?1), "  # noqa: S608 - constant columns
@@ -200,6 +151,11 @@ class RunJournal:
         self._lock = threading.Lock()
         self._lock_fd = lock_fd
         self._totals: _Totals | None = None
+
+    @property
+    def where(self) -> str:
+        """The journal's path, as messages name it."""
+        return str(self.path)
 
     # -- opening ---------------------------------------------------------
 
@@ -414,7 +370,7 @@ class RunJournal:
                     "INSERT INTO attempts (call_id, attempt, upper_micro_usd, paid) VALUES (?, ?, ?, ?)",
                     (call_id, number, upper_micro_usd, int(paid)),
                 ).lastrowid
-                totals.spend += _possible(None, False, 0, upper_micro_usd)
+                totals.spend += possible_spend(None, False, 0, upper_micro_usd)
                 totals.started += paid and not paid_before
         if seq is None:  # the stop is recorded (committed) before the refusal
             raise ExecutionRefused(f"spending stopped: {reason}")
@@ -471,7 +427,7 @@ class RunJournal:
                 if record is not None:
                     db.execute("INSERT INTO results (call_id, record) VALUES (?, ?)", (attempt.call_id, record))
             if self._totals is not None:  # committed: the totals follow the file
-                self._totals.spend += _possible(outcome, maybe_billed, cost_micro_usd, upper) - _possible(
+                self._totals.spend += possible_spend(outcome, maybe_billed, cost_micro_usd, upper) - possible_spend(
                     None, False, 0, upper
                 )
 

@@ -36,7 +36,15 @@ from eceb_worker.corpus.verification import (
     reduce_verification,
     verification_failed,
 )
-from eceb_worker.errors import OutputError, ShardFailedError
+from eceb_worker.errors import (
+    EcebError,
+    ErrorKind,
+    ExecutionRefused,
+    OutputError,
+    ProviderError,
+    ShardFailedError,
+    StorageError,
+)
 from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, DisclosureCheck
 from eceb_worker.families.eceb.disclosure.findings import findings_of_tasks, shard_findings
 from eceb_worker.families.eceb.disclosure.spec import scanned_check
@@ -48,12 +56,14 @@ from eceb_worker.families.eceb.report import Report
 from eceb_worker.families.eceb.shards import reduce_evaluation
 from eceb_worker.io.local_corpus import LARGE_FILE_BYTES
 from eceb_worker.pipeline.inputs import check_inputs, load_registry
+from eceb_worker.pipeline.making.shards import MadeSummary
 from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateAnswer,
     EvaluateTask,
     JobKind,
     JobMessage,
+    MakeAnswer,
     RehashAnswer,
     RehashTask,
     ShardAnswer,
@@ -96,10 +106,12 @@ class MapStage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Finished(msgspec.Struct, frozen=True, kw_only=True):
-    """A job's result: the verification report, and an evaluation's report."""
+    """A job's result: the verification report, an evaluation's report, or
+    a made run's summary (its run, transcripts and judgments written)."""
 
     verification: VerificationReport | None = None
     report: Report | None = None
+    made: MadeSummary | None = None
 
 
 AnswerCallback = Callable[[ShardAnswer], object]
@@ -141,6 +153,8 @@ class Job:
         be read at all, :class:`~eceb_worker.errors.OutputError` when the
         job's ``out`` is one of its inputs.
         """
+        if self.message.kind is JobKind.MAKE:
+            return self._plan_making()
         if self.held is not None:
             # Held whole: each task carries its artifacts (no byte ranges are needed).
             registry = self.held.registry
@@ -250,6 +264,8 @@ class Job:
         """
         if stage is Stage.REHASH:
             return self._verified(_collect(answers, self.registry.rehash_shards, stage, RehashAnswer))
+        if stage is Stage.MAKE:
+            return Finished(made=self._made(answers))
         if stage is Stage.EVALUATE:
             prepared = self.workspace.prepared(self.message.inputs)
             total = len(self._evaluation_plan(prepared))
@@ -266,6 +282,87 @@ class Job:
             )
             return Finished(verification=self.verification, report=report)
         raise ValueError(f"a {self.message.kind.value} job has no {stage.value} stage")
+
+    def _plan_making(self) -> MapStage:
+        """A made run's first step: check the benchmark and its registry
+        (their versions recorded), that no output is an input or lies in
+        the corpus, that the corpus holds the registry's first artifact and
+        that this worker holds every credential the profile names; then
+        bind the job's journal and plan the shards."""
+        from eceb_worker.pipeline.making.shards import binding_of, outputs_of, plan_making
+
+        message = self.message
+        making = message.making
+        if making is None:
+            raise ValueError("a made run's job message carries no making options")
+        locator = self.workspace.locator(message.inputs.endpoint_url)
+        inputs, registry_at = self.workspace.making_inputs(message.inputs, making, locator)
+        job_inputs = msgspec.structs.replace(message.inputs, etags=tuple(sorted(locator.etags.items())))
+        for out in outputs_of(message.out):
+            if any(_same_place(out, read) for read in locator.etags):
+                raise OutputError(f"{out}: is an input of this job; the run would overwrite it")
+            if message.corpus.is_s3 and _under(out, message.corpus.source):
+                raise OutputError(
+                    f"{out}: lies under the corpus {message.corpus.source}, which holds exactly its registered "
+                    "artifacts: write the run elsewhere"
+                )
+        self._check_corpus(inputs.registry.artifacts[:1])
+        if self.workspace.making is not None:  # (without it, binding the journal below says so)
+            self.workspace.making.check_credentials(inputs)
+        registry = CheckedRegistry(
+            location=registry_at,
+            corpus_root=inputs.registry.corpus_root,
+            artifact_count=len(inputs.registry.artifacts),
+            rehash_shards=0,
+        )
+        message = msgspec.structs.replace(message, inputs=job_inputs, registry=registry)
+        tasks = plan_making(message, inputs)
+        making = tasks[0].making if tasks else making
+        self.message = msgspec.structs.replace(message, making=making)
+        self.workspace.making_services().journal(making.journal_id, binding_of(making, registry.corpus_root), bind=True)
+        return MapStage(stage=Stage.MAKE, tasks=list(tasks))
+
+    def _check_corpus(self, first: Sequence[Artifact]) -> None:
+        """Refuse (``StorageError``, before the journal is bound or any
+        call sent) a corpus that does not hold the registry's first
+        artifact, as ``eceb run`` does: a directory one level off, or a
+        misspelled prefix."""
+        corpus = self.message.corpus
+        if not first:
+            return
+        path = first[0].path
+        if corpus.is_s3:
+            bucket, prefix = parse_s3_url(corpus.source)
+            key = f"{prefix.rstrip('/')}/{path}" if prefix else path
+            found = self.workspace.object_store(self.message.inputs.endpoint_url).exists(f"s3://{bucket}/{key}")
+        else:
+            found = os.path.isfile(os.path.join(corpus.source, path))
+        if not found:
+            question = "is it the corpus the registry describes?"
+            raise StorageError(f"{corpus.source}: holds no {path}, the registry's first artifact: {question}")
+
+    def _made(self, answers: Sequence[ShardAnswer]) -> MadeSummary:
+        """A made run's reduce (:func:`~eceb_worker.pipeline.making.shards.finish_making`)."""
+        from eceb_worker.pipeline.making.shards import binding_of, finish_making
+
+        message = self.message
+        making, registry = message.making, self.registry
+        assert making is not None
+        failed = [a for a in answers if isinstance(a, ShardFailed)]
+        if failed:
+            raise _failure(failed)
+        locator = self.workspace.locator(message.inputs.endpoint_url, message.inputs.etags)
+        inputs, _ = self.workspace.making_inputs(message.inputs, making, locator)
+        journal = self.workspace.making_services().journal(making.journal_id, binding_of(making, registry.corpus_root))
+        store = self.workspace.object_store(message.inputs.endpoint_url)
+        return finish_making(
+            message,
+            inputs,
+            [a for a in answers if isinstance(a, MakeAnswer)],
+            journal,
+            read=lambda url: store.get(url)[0],
+            upload=store.put_file_atomic,
+        )
 
     def _verified(self, answers: Sequence[RehashAnswer]) -> MapStage | Finished:
         registry = self.registry
@@ -302,11 +399,37 @@ class Job:
         return plan_evaluation(counts, shard_observations=self.message.evaluation.shard_observations)
 
 
+def _failure(failed: Sequence[ShardFailed]) -> EcebError:
+    """The error ending a made run whose shards failed: of the kind of the
+    failed shard first in plan order (a spending stop refused, a provider
+    failed), naming it; anything else (an input changed or a credential
+    missing where the shard ran, a partial damaged, storage failing) ends
+    it as a shard the cluster could not complete, as an evaluation's
+    shards do."""
+    first = min(failed, key=lambda answer: answer.index)
+    message = f"{len(failed)} execution shard(s) failed; first: {first.message}"
+    if first.kind is ErrorKind.REFUSED:
+        return ExecutionRefused(message)
+    if first.kind is ErrorKind.PROVIDER:
+        return ProviderError(message, party="provider", transient=False)
+    return ShardFailedError(message)
+
+
 def _expected(artifacts: Sequence[Artifact]) -> tuple[ExpectedArtifact, ...]:
     """What a held shard's task carries of its artifacts."""
     return tuple(
         [ExpectedArtifact(a.artifact_id, a.path, a.source_digest, a.size_bytes, a.classification) for a in artifacts]
     )
+
+
+def _under(url: str, prefix: str) -> bool:
+    """True when object ``url`` lies under the ``s3://`` prefix ``prefix``."""
+    try:
+        bucket, key = parse_s3_url(url)
+        corpus_bucket, corpus_prefix = parse_s3_url(prefix)
+    except ValueError:
+        return False
+    return bucket == corpus_bucket and (not corpus_prefix or key.startswith(corpus_prefix.rstrip("/") + "/"))
 
 
 def _same_place(a: str, b: str) -> bool:

@@ -23,6 +23,7 @@ from eceb_worker.corpus.verification import ExpectedArtifact, ShardVerification
 from eceb_worker.errors import ErrorKind
 from eceb_worker.families.eceb.disclosure import DISCLOSURE_OFF, AnswerFindings, DisclosureCheck
 from eceb_worker.families.eceb.disclosure.findings import DisclosurePartial
+from eceb_worker.families.eceb.making.profile import RunProfile
 from eceb_worker.families.eceb.options import EvaluationOptions
 from eceb_worker.families.eceb.planning import EvaluationShard
 from eceb_worker.families.eceb.verdicts import TaskOutcome
@@ -37,6 +38,9 @@ __all__ = [
     "JobInputs",
     "JobKind",
     "JobMessage",
+    "MakeAnswer",
+    "MakeTask",
+    "MakingOptions",
     "RehashAnswer",
     "RehashTask",
     "ShardAnswer",
@@ -70,11 +74,18 @@ class Stage(enum.Enum):
     """Re-hash a registry's artifacts against their digests (§5)."""
     EVALUATE = "evaluate"
     """Check and evaluate a range of a run's tasks (§8-§14)."""
+    MAKE = "make"
+    """Make a range of a run's executions: answer and judge each (§7, §8)."""
 
     @property
     def shard_name(self) -> str:
         """What one shard of the stage is called in messages."""
-        return {"hash": "hash batch", "rehash": "re-hash shard", "evaluate": "evaluation shard"}[self.value]
+        return {
+            "hash": "hash batch",
+            "rehash": "re-hash shard",
+            "evaluate": "evaluation shard",
+            "make": "execution shard",
+        }[self.value]
 
 
 class JobKind(enum.Enum):
@@ -84,6 +95,8 @@ class JobKind(enum.Enum):
     """A verification report (``eceb corpus verify``, ``eceb-dist verify``)."""
     EVALUATE = "evaluate"
     """An evaluation report (``eceb evaluate``, ``eceb-dist submit``)."""
+    MAKE = "make"
+    """A made run, its transcripts and judgments (``eceb-dist run``)."""
 
 
 class JobInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -125,6 +138,34 @@ class CheckedRegistry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     rehash_shards: Count
 
 
+class MakingOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a made run's job (``eceb-dist run``) carries besides its inputs.
+
+    Fields:
+        profile: the run profile, as the submitter checked it.
+        profile_dir: the profile's directory, absolute: relative paths in
+            the profile (a context system's or a command judge's program, an
+            ``api_key_file``) are taken from it, on every worker.
+        rubric: an LLM judge's rubric text (bound by the profile's digest;
+            ``""`` for a command judge).
+        journal_id: the journal of paid calls (32 hex characters): the
+            job's own id, or, resuming, the journal of the job it goes on with.
+        shard_executions: executions per shard (one task each).
+        rerun_unknown: send again calls whose outcome is unknown.
+        benchmark_digest: BLAKE3 of the benchmark's bytes (set by the first step).
+        executions: the plan's size (set by the first step).
+    """
+
+    profile: RunProfile
+    profile_dir: str
+    rubric: str = ""
+    journal_id: str
+    shard_executions: Positive
+    rerun_unknown: bool = False
+    benchmark_digest: str = ""
+    executions: Count = 0
+
+
 class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A job: what it was asked to do, and (after its first step) the
     registry it checked.
@@ -141,6 +182,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         shard_bytes: re-hash work per shard, in byte-equivalents.
         evaluation: an evaluation's options (the defaults for a verification).
         registry: the registry checked, set by the first step.
+        making: a made run's options (``None`` for any other job).
     """
 
     version: int = JOB_MESSAGE_VERSION
@@ -152,6 +194,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     shard_bytes: Positive
     evaluation: EvaluationOptions = EvaluationOptions()
     registry: CheckedRegistry | None = None
+    making: MakingOptions | None = None
 
 
 class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid_unknown_fields=True):
@@ -243,7 +286,34 @@ class HashTask(msgspec.Struct, frozen=True, kw_only=True, tag="hash", forbid_unk
     paths: list[str]
 
 
-ShardTask = RehashTask | EvaluateTask | HashTask
+class MakeTask(msgspec.Struct, frozen=True, kw_only=True, tag="make", forbid_unknown_fields=True):
+    """Make executions ``start..end`` of a run's plan (ECEB-0.1 §7, §8):
+    answer and judge each, every paid call through the job's journal.
+
+    Fields:
+        job_id: the cluster job it belongs to.
+        index: the shard's position in its plan.
+        start, end: the executions' positions in the plan.
+        inputs: the benchmark and its registry, and their versions checked.
+        corpus: where the corpus is.
+        out: where the run goes (``s3://bucket/key``): the shard's partial
+            is written beside it.
+        making: the job's making options.
+        corpus_root: the registry's corpus root, as the first step checked it.
+    """
+
+    job_id: str
+    index: Count
+    start: Count
+    end: Count
+    inputs: JobInputs
+    corpus: StorageSpec
+    out: str
+    making: MakingOptions
+    corpus_root: str
+
+
+ShardTask = RehashTask | EvaluateTask | HashTask | MakeTask
 """What an executor runs: one shard of a map step."""
 
 
@@ -284,13 +354,35 @@ class ShardFailed(msgspec.Struct, frozen=True, kw_only=True, tag="failed"):
     message: str
 
 
-ShardAnswer = RehashAnswer | EvaluateAnswer | HashAnswer | ShardFailed
+class MakeAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="make"):
+    """What an execution shard made.
+
+    Fields:
+        index: the shard.
+        partial: where its executions' records are (``s3://``; JSON Lines,
+            one per execution, in plan order).
+        made, failed: executions answered and judged; failed finally.
+        unknown: the first calls refused because their outcome is unknown
+            (at most 16), ``unknown_count`` all of them.
+        spent_micro_usd: what its calls made now cost.
+    """
+
+    index: Count
+    partial: str
+    made: Count
+    failed: Count
+    unknown: tuple[str, ...] = ()
+    unknown_count: Count = 0
+    spent_micro_usd: Count = 0
+
+
+ShardAnswer = RehashAnswer | EvaluateAnswer | HashAnswer | MakeAnswer | ShardFailed
 """What a shard task answers."""
 
 
 def shard_index(task: ShardTask) -> int:
     """The task's position in its plan."""
-    return task.index if isinstance(task, HashTask) else task.shard.index
+    return task.index if isinstance(task, (HashTask, MakeTask)) else task.shard.index
 
 
 def stage_of(task: ShardTask) -> Stage:
@@ -299,6 +391,8 @@ def stage_of(task: ShardTask) -> Stage:
         return Stage.REHASH
     if isinstance(task, EvaluateTask):
         return Stage.EVALUATE
+    if isinstance(task, MakeTask):
+        return Stage.MAKE
     return Stage.HASH
 
 
@@ -345,7 +439,7 @@ def shard_task(message: object) -> ShardTask:
     return task
 
 
-Routed = TypeVar("Routed", bound=JobMessage | RehashTask | EvaluateTask | HashTask)
+Routed = TypeVar("Routed", bound=JobMessage | RehashTask | EvaluateTask | HashTask | MakeTask)
 
 
 def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:
@@ -370,4 +464,10 @@ def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:
         )
     if isinstance(message, EvaluateTask):
         return replace(message, inputs=replace(message.inputs, endpoint_url=endpoint_url))
+    if isinstance(message, MakeTask):
+        return replace(
+            message,
+            inputs=replace(message.inputs, endpoint_url=endpoint_url),
+            corpus=replace(message.corpus, endpoint_url=endpoint_url),
+        )
     return replace(message, corpus=replace(message.corpus, endpoint_url=endpoint_url))

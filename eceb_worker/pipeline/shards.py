@@ -31,6 +31,8 @@ from eceb_worker.pipeline.messages import (
     HashAnswer,
     HashTask,
     JobInputs,
+    MakeTask,
+    MakingOptions,
     RehashAnswer,
     RehashTask,
     ShardAnswer,
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
     from eceb_worker.families.eceb.run_index import IndexedRun
     from eceb_worker.io.objects import ObjectStore
     from eceb_worker.pipeline.detached import DetachedEvaluation, DetachedRehash
+    from eceb_worker.pipeline.making.inputs import MakingInputs
+    from eceb_worker.pipeline.making.shards import MakingServices, MakingWorkspace
 
 __all__ = ["Held", "Prepared", "Workspace"]
 
@@ -147,6 +151,9 @@ class Workspace:
         self._specs: dict[tuple[JobInputs | None, int], ScanSpec | None] = {}
         self._contexts: dict[int, ScanContext] = {}
         self._lent_spec: ScanSpec | None = None
+        self._making: dict[tuple[JobInputs, str], tuple[MakingInputs, str]] = {}
+        self.making: MakingWorkspace | None = None
+        """What makes runs in this process (a cluster worker's; ``None`` elsewhere)."""
 
     def locator(self, endpoint_url: str | None, etags: tuple[tuple[str, str], ...] = ()) -> Locator:
         """A locator of a job's inputs, pinned to the versions ``etags``
@@ -160,6 +167,36 @@ class Workspace:
 
             store = self._stores[endpoint_url] = ObjectStore(endpoint_url)
         return store
+
+    def object_store(self, endpoint_url: str | None) -> ObjectStore:
+        """The S3 client of ``endpoint_url`` this process keeps."""
+        return self._store(endpoint_url)
+
+    def making_services(self) -> MakingServices:
+        """The cluster's services of made runs. Raises ValueError in a
+        process that makes no runs."""
+        if self.making is None:
+            raise ValueError("this process makes no runs: no cluster services were lent to it")
+        return self.making.services
+
+    def making_inputs(self, inputs: JobInputs, making: MakingOptions, locator: Locator) -> tuple[MakingInputs, str]:
+        """A made run's inputs and its registry's location, read through
+        ``locator`` once per job and version in this process
+        (:func:`~eceb_worker.pipeline.making.inputs.located_inputs`)."""
+        key = (inputs, making.journal_id)
+        found = self._making.get(key)
+        if found is None:
+            from eceb_worker.pipeline.making.inputs import located_inputs
+
+            found = located_inputs(
+                inputs.benchmark,
+                locator,
+                profile=making.profile,
+                profile_dir=making.profile_dir,
+                rubric=making.rubric,
+            )
+            _remember(self._making, key, found)
+        return found
 
     def remember(self, inputs: JobInputs, prepared: Prepared) -> None:
         """Keep a job's decoded benchmark and run (its first step decoded them)."""
@@ -247,7 +284,17 @@ class Workspace:
             return self._rehash(task)
         if isinstance(task, EvaluateTask):
             return self._evaluate(task)
+        if isinstance(task, MakeTask):
+            return self._make(task)
         return self._hash(task)
+
+    def _make(self, task: MakeTask) -> ShardAnswer:
+        from eceb_worker.pipeline.making.shards import make_shard
+
+        if self.making is None:
+            raise ValueError(f"execution shard {task.index}: this process makes no runs (no cluster services)")
+        store = self._store(task.inputs.endpoint_url)
+        return make_shard(task, self.making, read=lambda url: store.get(url)[0], write=store.put_atomic)
 
     def _rehash(self, task: RehashTask, spec: ScanSpec | None = None) -> RehashAnswer:
         shard = task.shard

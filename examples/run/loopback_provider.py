@@ -77,16 +77,18 @@ matches, so that a retry of the same request succeeds: with
 the third is answered normally.
 
 Counters: ``GET /_stats`` returns JSON ``{"total": N, "endpoints": {PATH: N},
-"rules": {NAME: N}, "faults": {FAULT: N}, "unauthorized": N, "answered": N}``:
-``total`` counts every request to an API path (401s included), ``rules`` the
-matches of each rule (the counts faults are keyed by), ``answered`` the 200
-answers. ``POST /_reset`` sets them all to zero (rule match counts included:
+"rules": {NAME: N}, "faults": {FAULT: N}, "unauthorized": N, "answered": N,
+"per_second": {UNIX_SECOND: N}}``: ``total`` counts every request to an API
+path (401s included), ``rules`` the matches of each rule (the counts faults
+are keyed by), ``answered`` the 200 answers, ``per_second`` the requests
+received in each second. ``POST /_reset`` sets them all to zero (rule match counts included:
 faults start again from the first match). Neither needs the credential.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -275,6 +277,7 @@ class State:
             self.faults: Counter[str] = Counter()
             self.unauthorized = 0
             self.answered = 0
+            self.per_second: Counter[int] = Counter()
 
     def received(self, path: str, *, authorized: bool) -> int:
         """Count one API request; its sequence number (ids of the answer)."""
@@ -282,6 +285,7 @@ class State:
             self.total += 1
             self.endpoints[path] += 1
             self.unauthorized += int(not authorized)
+            self.per_second[int(time.time())] += 1
             self._sequence += 1
             return self._sequence
 
@@ -310,6 +314,7 @@ class State:
                 "faults": dict(sorted(self.faults.items())),
                 "unauthorized": self.unauthorized,
                 "answered": self.answered,
+                "per_second": {str(second): count for second, count in sorted(self.per_second.items())},
             }
 
 
@@ -404,12 +409,21 @@ def tokens_for(rule: Rule, parsed: Parsed, text: str) -> Tokens:
     return Tokens(input=input_tokens, cached=cached, cache_creation=creation, output=output, reasoning=reasoning)
 
 
+FIXED_CREATED: list[int] = []
+"""With ``--deterministic``, the one creation time every answer gives."""
+
+
+def _created() -> int:
+    """An answer's creation time (Unix seconds): now, or the fixed one."""
+    return FIXED_CREATED[0] if FIXED_CREATED else int(time.time())
+
+
 def chat_answer(number: int, revision: str, text: str | None, tokens: Tokens | None) -> dict[str, Any]:
     """A Chat Completions response body."""
     answer: dict[str, Any] = {
         "id": f"chatcmpl-loopback{number:08d}",
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": _created(),
         "model": revision,
         "choices": [
             {
@@ -458,7 +472,7 @@ def responses_answer(
     answer: dict[str, Any] = {
         "id": f"resp_loopback{number:08d}",
         "object": "response",
-        "created_at": int(time.time()),
+        "created_at": _created(),
         "status": "completed",
         "error": None,
         "incomplete_details": None,
@@ -550,6 +564,7 @@ class LoopbackServer(ThreadingHTTPServer):
         self.state = state
         self.api_key = api_key
         self.delay_ms = delay_ms
+        self.deterministic = False
         self.stopping = threading.Event()
 
 
@@ -645,6 +660,8 @@ class Handler(BaseHTTPRequestHandler):
         state = self.server.state
         authorized, presented = self._authorized(path)
         number = state.received(path, authorized=authorized)
+        if self.server.deterministic:  # ids from the request's bytes, not from the order of arrival
+            number = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") % 10**8
         if not authorized:
             self._send(401, error_body(path, 401, presented_key=presented))
             return
@@ -725,7 +742,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="the JSON script (see the module docstring)")
     parser.add_argument("--api-key", required=True, help="the credential every API request must carry")
     parser.add_argument("--delay-ms", type=int, default=0, help="wait before every answer, in milliseconds")
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="answer the same request with the same bytes (ids from the request, a fixed creation time)",
+    )
     args = parser.parse_args(argv)
+    if args.deterministic:
+        FIXED_CREATED.append(1767225600)
     try:
         state = load_script(args.script)
     except (OSError, ValueError) as exc:
@@ -742,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, request_stop)
     try:
         server = LoopbackServer(args.port, state, args.api_key, max(args.delay_ms, 0))
+        server.deterministic = args.deterministic
     except OSError as exc:
         print(f"loopback_provider: cannot listen on {HOST}:{args.port}: {exc}", file=sys.stderr)
         return 2

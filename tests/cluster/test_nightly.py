@@ -1,39 +1,69 @@
 """The nightly CronJob end to end, here: its own command line (taken from the
 rendered manifest, its ``$(VAR)`` references given loopback values) run
-night after night against a real Redis, a worker started with the worker
-Deployment's own command line, and the loopback S3 server holding the
-bundled example ``examples/enterprise-seed``.
+night after night against a real Redis, real workers, the loopback S3
+server and, for the nights that make their run, the loopback model provider.
 
-Night one has no baseline (exit 0, ``baseline.json`` and ``latest.json``
-written); a night like the last is no regression (exit 0, both replaced); a
-night whose run was planted with a regression (a passing task's quality
-lowered below its floor) exits 10 naming it, ``latest.json`` replaced and
-the baseline kept; the night after still compares with the baseline and
-fails again; once that night is accepted (``eceb-dist nightly-accept``), the
-next compares with it (exit 0); a night whose job fails exits with the job's
-code and changes nothing.
+The CronJob makes tonight's run (``--profile``): night one has no baseline
+(exit 0, tonight's run under ``runs/``, its report the baseline, the night's
+spend printed and shown by ``eceb-dist status``); on night two the provider
+judges every answer lower, and the night exits 10 naming the regression,
+the baseline kept. A night whose spending stop is below its first call's
+cost makes nothing: exit 9, no call sent, nothing evaluated.
+
+The same command given a fixed RUN (the CronJob's command line with
+``--profile`` and the stop replaced by ``$(NIGHTLY_RUN)``), with a worker
+started with the worker Deployment's own command line, over the bundled
+example ``examples/enterprise-seed``: night one has no baseline (exit 0,
+``baseline.json`` and ``latest.json`` written); a night like the last is no
+regression (exit 0, both replaced); a night whose run was planted with a
+regression (a passing task's quality lowered below its floor) exits 10
+naming it, ``latest.json`` replaced and the baseline kept; the night after
+still compares with the baseline and fails again; once that night is
+accepted (``eceb-dist nightly-accept``), the next compares with it (exit
+0); a night whose job fails exits with the job's code and changes nothing.
+
+The command line's own checks (what to evaluate, the stop's amount) are
+tested in this process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from eceb_cli import exit_codes
+from eceb_cli.dist import main as dist_main
+from eceb_cli.nightly import usd_to_micro
+from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.digests import digest_bytes
-from tests.support.dist_support import SEED, embedded_report, upload_seed
+from tests.support.dist_support import SEED, dist, embedded_report, upload_seed
 from tests.support.k8s import command_line, container, deployment_worker, find, pod_spec, render, runnable
-from tests.support.redis_server import RedisServer
+from tests.support.loopback_provider import LoopbackProvider, running_loopback_provider
+from tests.support.making import answer_script, write_benchmark, write_corpus, write_profile
+from tests.support.redis_server import RedisServer, stop_groups
 from tests.support.s3_server import S3Server, empty_bucket
 
 REGRESSED_TASK = "db-failover-steps"
 """A task of the seed that passes (at 512 tokens)."""
+
+KEY = "sk-loopback-nightly-key"
+"""The loopback provider's credential, in the file the profile names (as the Secret eceb-provider is mounted)."""
+JOB_ID = re.compile(r"[0-9a-f]{32}")
+MADE = re.compile(
+    r"tonight's run: (\d+) observations of (\d+) executions; spend (\$[0-9,]+\.\d{6}) known, "
+    r"(\$[0-9,]+\.\d{6}) possible; run (\S+)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -88,26 +118,44 @@ def cronjob() -> dict[str, Any]:
     return find(render("in-cluster-redis"), "CronJob", "eceb-nightly")
 
 
+def _fixed_run(words: list[str]) -> list[str]:
+    """The CronJob's command line evaluating a fixed run (docs/KUBERNETES.md,
+    "The nightly job"): ``--profile $(NIGHTLY_PROFILE)`` replaced by
+    ``$(NIGHTLY_RUN)``, the spending stop left out."""
+    fixed = list(words)
+    at = fixed.index("--profile")
+    fixed[at : at + 2] = ["$(NIGHTLY_RUN)"]
+    at = fixed.index("--spend-stop-usd")
+    del fixed[at : at + 2]
+    return fixed
+
+
+def _run_night(
+    cronjob: dict[str, Any], redis: RedisServer, s3: S3Server, words: list[str], values: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """One night: ``words`` (the CronJob's command line, or one made of it)
+    with ``values``, in the CronJob's environment given loopback values."""
+    spec = pod_spec(cronjob)
+    nightly = container(cronjob, "nightly")
+    env = {**os.environ, "ECEB_S3_ENDPOINT_URL": s3.endpoint_url, **_loopback_env(nightly, redis)}
+    assert spec["restartPolicy"] == "Never"
+    result = subprocess.run(runnable(words, values), capture_output=True, text=True, env=env, check=False, timeout=600)
+    for secret in (redis.password, *s3.secrets, KEY):
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
 def _night(
     cronjob: dict[str, Any], redis: RedisServer, s3: S3Server, bucket: str, *, run: str = "seed", corpus: str = "seed"
 ) -> subprocess.CompletedProcess[str]:
-    """One night: the CronJob's command line and environment, with loopback values."""
-    spec = pod_spec(cronjob)
-    nightly = container(cronjob, "nightly")
+    """One night evaluating a fixed run: the CronJob's command line so changed (:func:`_fixed_run`)."""
     values = {
         "NIGHTLY_BENCHMARK": f"s3://{bucket}/seed/benchmark.json",
         "NIGHTLY_RUN": f"s3://{bucket}/{run}/run.json",
         "NIGHTLY_CORPUS": f"s3://{bucket}/{corpus}/corpus",
         "NIGHTLY_REPORTS": f"s3://{bucket}/nightly/",
     }
-    env = {**os.environ, "ECEB_S3_ENDPOINT_URL": s3.endpoint_url, **_loopback_env(nightly, redis)}
-    assert spec["restartPolicy"] == "Never"
-    result = subprocess.run(
-        runnable(command_line(nightly), values), capture_output=True, text=True, env=env, check=False, timeout=300
-    )
-    for secret in (redis.password, *s3.secrets):
-        assert secret not in result.stdout + result.stderr
-    return result
+    return _run_night(cronjob, redis, s3, _fixed_run(command_line(container(cronjob, "nightly"))), values)
 
 
 def _accept(s3: S3Server, *words: str) -> subprocess.CompletedProcess[str]:
@@ -279,3 +327,315 @@ def test_markdown_and_different_roots(
     comment = (tmp_path / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith("## eceb compare: no regression")
     assert "| task root |" in comment
+
+
+# -- Nights that make their run (--profile) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(s3_server: S3Server, bucket: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small benchmark of ``tests/support/making.py`` (two tasks, one
+    repetition): its corpus and registry on disk, where the example context
+    system reads them, and with the benchmark under ``tiny/`` in the bucket;
+    the provider's key in ``provider/api-key``, the file a worker reads (as
+    it reads the mounted Secret eceb-provider)."""
+    root = tmp_path_factory.mktemp("tiny")
+    write_corpus(root)
+    write_benchmark(root, repetitions=1)
+    client = s3_server.client()
+    for name in ("benchmark.json", "registry.jsonl"):
+        client.put_object(Bucket=bucket, Key=f"tiny/{name}", Body=(root / name).read_bytes())
+    s3_server.upload_tree(root / "corpus", bucket, "tiny/corpus", threads=4)
+    (root / "provider").mkdir()
+    (root / "provider" / "api-key").write_text(f"{KEY}\n", encoding="utf-8")
+    return root
+
+
+def _profile(root: Path, provider: LoopbackProvider) -> Path:
+    """``root/profile.json`` (and its rubric) for ``provider``: both models'
+    key read from ``root/provider/api-key``, no spending stop of its own."""
+    path = write_profile(root, provider.openai_base_url)
+    profile = json.loads(path.read_text(encoding="utf-8"))
+    for model in (profile["model"], profile["judge"]["model"]):
+        model["api_key_env"] = ""
+        model["api_key_file"] = str(root / "provider" / "api-key")
+    assert "spending" not in profile
+    path.write_text(json.dumps(profile, indent=2), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackProvider]:
+    """The loopback provider answering every question right, judged 900 (above every task's floor)."""
+    directory = tmp_path_factory.mktemp("provider")
+    with running_loopback_provider(directory, answer_script(), api_key=KEY, deterministic=True) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def making_workers(
+    redis_server: RedisServer, s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[str]]:
+    """Two workers run with the worker Deployment's command line and broker
+    URLs (each its own node name, ``eceb-N@%h``, and metrics port); no key in
+    their environment (the profile names the key's file). Yields their node names."""
+    spec = container(find(render("in-cluster-redis"), "Deployment", "eceb-worker"), "worker")
+    env = {
+        **{key: value for key, value in os.environ.items() if key != "ECEB_TEST_KEY"},
+        **_loopback_env(spec, redis_server),
+        "ECEB_S3_ENDPOINT_URL": s3_server.endpoint_url,
+        "ECEB_TASK_MAX_RETRIES": "1",
+        "ECEB_METRICS_ADDRESS": "127.0.0.1",
+    }
+    log_dir = tmp_path_factory.mktemp("making-workers")
+    host = socket.gethostname()
+    processes: list[subprocess.Popen[bytes]] = []
+    logs: dict[str, Path] = {}
+    try:
+        for number in range(2):
+            words = command_line(spec)
+            words[words.index("-n") + 1] = f"eceb-{number}@%h"
+            words[words.index("--metrics-port") + 1] = str(_free_port())
+            logs[f"eceb-{number}@{host}"] = log = log_dir / f"worker-{number}.log"
+            with log.open("wb") as out:
+                processes.append(
+                    subprocess.Popen(
+                        runnable(words, {}),
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        cwd=log_dir,
+                        start_new_session=True,
+                    )
+                )
+        deadline = time.monotonic() + 60
+        for node, log in logs.items():
+            while f"{node} ready." not in log.read_text(encoding="utf-8", errors="replace"):
+                assert time.monotonic() < deadline, f"worker {node} did not start:\n{log.read_text()[-3000:]}"
+                time.sleep(0.05)
+        yield list(logs)
+    finally:
+        stop_groups(processes, 20)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _made_night(
+    cronjob: dict[str, Any],
+    redis: RedisServer,
+    s3: S3Server,
+    bucket: str,
+    root: Path,
+    *,
+    reports: str,
+    stop: str = "5",
+) -> subprocess.CompletedProcess[str]:
+    """One night as the CronJob runs it: make tonight's run with ``root/profile.json``, evaluate it, compare."""
+    values = {
+        "NIGHTLY_BENCHMARK": f"s3://{bucket}/tiny/benchmark.json",
+        "NIGHTLY_PROFILE": str(root / "profile.json"),
+        "NIGHTLY_SPEND_STOP_USD": stop,
+        "NIGHTLY_CORPUS": f"s3://{bucket}/tiny/corpus",
+        "NIGHTLY_REPORTS": f"s3://{bucket}/{reports}/",
+    }
+    return _run_night(cronjob, redis, s3, command_line(container(cronjob, "nightly")), values)
+
+
+def _keys(s3: S3Server, bucket: str, prefix: str) -> list[str]:
+    listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/")
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+def _made(result: subprocess.CompletedProcess[str]) -> tuple[str, re.Match[str], str]:
+    """A made night's making job id, its spend line, and its evaluation job id (stdout's first three lines)."""
+    lines = result.stdout.splitlines()
+    assert JOB_ID.fullmatch(lines[0]) and JOB_ID.fullmatch(lines[2]), result.stdout
+    made = MADE.fullmatch(lines[1])
+    assert made is not None, result.stdout
+    return lines[0], made, lines[2]
+
+
+def test_two_nights_making_tonights_run(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    making_workers: list[str],
+    bucket: str,
+    tiny: Path,
+    provider: LoopbackProvider,
+    cronjob: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    del making_workers
+    prefix = f"s3://{bucket}/made"
+    _profile(tiny, provider)
+    provider.reset()
+
+    # Night one: tonight's run made, its spend printed, evaluated; no baseline yet: its report is the baseline.
+    first = _made_night(cronjob, redis_server, s3_server, bucket, tiny, reports="made")
+    assert first.returncode == 0, first.stdout + first.stderr
+    making, made, evaluation = _made(first)
+    observations, executions, known, possible, run = made.groups()
+    assert run == f"{prefix}/runs/{making}.json"
+    assert int(observations) > 0 and int(executions) >= int(observations)
+    assert known != "$0.000000" and possible == "$0.000000"
+    passing = re.search(
+        rf"^tonight: (\d+)/2 tasks pass; report {prefix}/reports/{evaluation}\.json$", first.stdout, re.M
+    )
+    assert passing is not None and int(passing.group(1)) >= 1, first.stdout
+    assert f"no baseline at {prefix}/baseline.json: the first night, nothing to compare" in first.stdout
+    assert f"{prefix}/baseline.json now holds tonight's report (job {evaluation})" in first.stdout
+    assert f"waiting for job {making} (making tonight's run)" in first.stderr
+    assert "tonight's spending stop: $5.000000" in first.stderr  # --spend-stop-usd, the profile setting none
+    night_one = _object(s3_server, bucket, f"made/reports/{evaluation}.json")
+    assert (
+        _object(s3_server, bucket, "made/baseline.json") == night_one == _object(s3_server, bucket, "made/latest.json")
+    )
+    # (The making job's partial results, under a dot folder beside the run, are not looked at.)
+    assert [key for key in _keys(s3_server, bucket, "made") if not key.startswith("made/runs/.")] == sorted(
+        [
+            "made/baseline.json",
+            "made/latest.json",
+            f"made/reports/{evaluation}.json",
+            f"made/runs/{making}.json",
+            f"made/runs/{making}.judgments.jsonl",
+            f"made/runs/{making}.transcripts.jsonl",
+        ]
+    )
+    # Every call of the run reached the provider once; the night's spend is the job's, as `status` shows it.
+    assert provider.stats()["answered"] == _object(s3_server, bucket, f"made/runs/{making}.transcripts.jsonl").count(
+        b"\n"
+    )
+    status = dist(redis_server, s3_server, "status", making, result_backend=redis_server.url(1))
+    assert status.returncode == 0, status.stderr
+    assert f"; spent {known}; run {run}" in status.stdout
+
+    # Night two: the provider's judge scores every answer 300, below every task's floor: a regression, named.
+    with running_loopback_provider(
+        tmp_path / "harsh", answer_script(score=300, rationale="misses steps"), api_key=KEY, deterministic=True
+    ) as harsh:
+        _profile(tiny, harsh)
+        second = _made_night(cronjob, redis_server, s3_server, bucket, tiny, reports="made")
+        assert harsh.stats()["answered"] > 0
+    assert second.returncode == exit_codes.REGRESSION, second.stdout + second.stderr
+    making_two, made_two, evaluation_two = _made(second)
+    assert made_two.group(5) == f"{prefix}/runs/{making_two}.json"
+    assert f"compared with the last accepted report, {prefix}/baseline.json:" in second.stdout
+    assert "REGRESSION  pass_to_fail: task failover passed before and fails now" in second.stdout
+    assert "  failover: PASS -> FAIL" in second.stdout
+    assert f"({passing.group(1)}/2 -> 0/2 tasks pass)" in second.stdout
+    assert f"{prefix}/baseline.json unchanged: tonight regressed" in second.stdout
+    assert f"eceb-dist nightly-accept {evaluation_two} --reports {prefix}/" in second.stdout
+    # The baseline is night one's report still; latest.json is tonight's.
+    assert _object(s3_server, bucket, "made/baseline.json") == night_one
+    assert _object(s3_server, bucket, "made/latest.json") == _object(
+        s3_server, bucket, f"made/reports/{evaluation_two}.json"
+    )
+    # Restore the profile of the module's provider for the tests after this one.
+    _profile(tiny, provider)
+
+
+def test_a_spending_stop_below_the_first_call_makes_nothing_and_evaluates_nothing(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    making_workers: list[str],
+    bucket: str,
+    tiny: Path,
+    provider: LoopbackProvider,
+    cronjob: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """A stop of one micro-USD: no call starts, the making job is refused
+    (exit 9, its reason printed), nothing is evaluated, the baseline is left."""
+    del making_workers
+    _profile(tiny, provider)
+    baseline = embedded_report(tmp_path / "embedded")
+    s3_server.client().put_object(Bucket=bucket, Key="stopped/baseline.json", Body=baseline)
+    provider.reset()
+    stopped = _made_night(cronjob, redis_server, s3_server, bucket, tiny, reports="stopped", stop="0.000001")
+    assert stopped.returncode == exit_codes.EXECUTION_REFUSED, stopped.stdout + stopped.stderr
+    making = stopped.stdout.splitlines()[0]
+    assert JOB_ID.fullmatch(making), stopped.stdout
+    assert "spending stopped: " in stopped.stderr and "would pass the stop of 1 micro-USD" in stopped.stderr
+    assert f"job {making} failed" in stopped.stderr
+    assert f"nothing evaluated tonight: s3://{bucket}/stopped/baseline.json and " in stopped.stderr
+    assert "tonight: " not in stopped.stdout and "now holds" not in stopped.stdout
+    assert "tonight's run was not made; spend $0.000000 known, $0.000000 possible before it ended" in stopped.stdout
+    assert provider.stats()["total"] == 0  # no call was sent
+    assert [key for key in _keys(s3_server, bucket, "stopped") if not key.startswith("stopped/runs/")] == [
+        "stopped/baseline.json"
+    ]
+    assert _object(s3_server, bucket, "stopped/baseline.json") == baseline
+
+
+# -- The command line's own checks ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "micro"),
+    [
+        ("25", 25_000_000),
+        ("0.5", 500_000),
+        ("12.345678", 12_345_678),
+        ("0.000001", 1),
+        ("007.10", 7_100_000),
+        ("0", 0),
+        ("9007199254.740991", SAFE_INTEGER_MAX),
+    ],
+)
+def test_amounts_in_usd_are_read_exactly(text: str, micro: int) -> None:
+    assert usd_to_micro(text) == micro
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("-1", "is negative"),
+        ("-0.5", "is negative"),
+        ("1.1234567", "more than 6 decimals"),
+        ("0.0000001", "more than 6 decimals"),
+        ("1e3", "is not an amount of USD"),
+        ("", "is not an amount of USD"),
+        (".5", "is not an amount of USD"),
+        ("5.", "is not an amount of USD"),
+        ("1,000", "is not an amount of USD"),
+        ("$5", "is not an amount of USD"),
+        (" 5", "is not an amount of USD"),
+        ("+5", "is not an amount of USD"),
+        ("nan", "is not an amount of USD"),
+        ("9007199254.740992", "the largest amount counted exactly"),
+        ("9" * 5000, "the largest amount counted exactly"),
+    ],
+)
+def test_amounts_in_usd_that_are_refused(text: str, why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        usd_to_micro(text)
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        ([], "give RUN (a run to evaluate) or --profile PROFILE (make tonight's run, then evaluate it)"),
+        (["s3://b/run.json", "--profile", "PROFILE"], "give RUN (a run to evaluate) or --profile PROFILE"),
+        (["s3://b/run.json", "--spend-stop-usd", "5"], "--spend-stop-usd stops the spending of a run made tonight"),
+        (["--profile", "PROFILE", "--spend-stop-usd", "-5"], "'-5' is negative"),
+        (["--profile", "PROFILE", "--spend-stop-usd", "0.00"], "'0.00' would stop nothing"),
+        (["--profile", "PROFILE", "--spend-stop-usd", "0.1234567"], "more than 6 decimals"),
+    ],
+    ids=["neither", "both", "stop-without-profile", "negative", "zero", "below-a-micro-usd"],
+)
+def test_what_to_evaluate_and_the_stop_are_checked_first(tmp_path: Path, words: list[str], message: str) -> None:
+    """Usage errors (exit 2), before any file is read or anything is reached."""
+    words = [str(tmp_path / "profile.json") if word == "PROFILE" else word for word in words]
+    result = CliRunner().invoke(
+        dist_main,
+        ["nightly", "s3://b/benchmark.json", *words, "--corpus", "s3://b/corpus", "--reports", "s3://b/nightly/"],
+        env={"ECEB_BROKER_URL": "redis://127.0.0.1:1/0", "ECEB_S3_ENDPOINT_URL": "http://127.0.0.1:1"},
+    )
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert message in " ".join(result.output.split())

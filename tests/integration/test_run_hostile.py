@@ -514,7 +514,7 @@ def test_a_huge_retry_after_is_capped(tiny: Path, start_loopback_provider, monke
 
     monkeypatch.setattr(tenacity.nap, "time", types.SimpleNamespace(sleep=sleep))
     monkeypatch.setattr(
-        session, "_pacers", lambda inputs: (Pacer(key="virtual", clock=lambda: now[0], sleep=sleep),) * 2
+        session, "pacers", lambda inputs, make=None: (Pacer(key="virtual", clock=lambda: now[0], sleep=sleep),) * 2
     )
     provider = start_loopback_provider(answer_script(faults={"1": "429"}, retry_after_s=3600))
     write_profile(tiny, provider.openai_base_url, strategies={"naive_top_k": False}, in_flight=1)

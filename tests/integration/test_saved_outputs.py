@@ -109,6 +109,7 @@ def _help_cases() -> list[Case]:
                 "nightly-accept",
                 "probe",
                 "result",
+                "run",
                 "status",
                 "submit",
                 "verify",

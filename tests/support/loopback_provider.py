@@ -96,6 +96,7 @@ def running_loopback_provider(
     *,
     api_key: str = "sk-loopback-test-key",
     delay_ms: int = 0,
+    deterministic: bool = False,
 ) -> Iterator[LoopbackProvider]:
     """Run the loopback provider with ``script`` (a mapping is written to
     ``directory/script.json``; a path is used as it is; None: the default
@@ -106,6 +107,8 @@ def running_loopback_provider(
     port_file.unlink(missing_ok=True)
     command = [sys.executable, str(LOOPBACK_PROVIDER), "--port", "0", "--port-file", str(port_file)]
     command += ["--api-key", api_key, "--delay-ms", str(delay_ms)]
+    if deterministic:
+        command.append("--deterministic")
     if isinstance(script, Path):
         command += ["--script", str(script)]
     elif script is not None:

@@ -21,6 +21,7 @@ path must be tested.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import importlib.util
 import os
@@ -258,12 +259,22 @@ def empty_bucket(client: Any, bucket: str) -> None:
             client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
 
 
+@contextlib.contextmanager
+def fresh_bucket(s3_server: S3Server, prefix: str = "eceb-test") -> Iterator[str]:
+    """The name of a new, empty bucket on ``s3_server`` (``PREFIX-<random>``)
+    until the block ends; then emptied and removed."""
+    client = s3_server.client()
+    name = f"{prefix}-{uuid.uuid4().hex[:16]}"
+    client.create_bucket(Bucket=name)
+    try:
+        yield name
+    finally:
+        empty_bucket(client, name)
+        client.delete_bucket(Bucket=name)
+
+
 @pytest.fixture
 def s3_bucket(s3_server: S3Server) -> Iterator[str]:
     """The name of a fresh, empty bucket on ``s3_server``; removed afterwards."""
-    client = s3_server.client()
-    name = f"eceb-test-{uuid.uuid4().hex[:16]}"
-    client.create_bucket(Bucket=name)
-    yield name
-    empty_bucket(client, name)
-    client.delete_bucket(Bucket=name)
+    with fresh_bucket(s3_server) as name:
+        yield name

@@ -38,6 +38,7 @@ def test_every_command_reaching_the_cluster_has_the_options() -> None:
         "nightly",
         "probe",
         "result",
+        "run",
         "status",
         "submit",
         "verify",

@@ -11,7 +11,7 @@ import types
 import limits.storage.memory
 import pytest
 
-from eceb_worker.pipeline.making.pacing import Pacer
+from eceb_worker.pipeline.making.pacing import PAUSE_MAX_S, PAUSE_READ_S, MemoryPauses, Pacer, Pauses
 
 MINUTE_S = 60.0
 
@@ -25,8 +25,8 @@ def virtual_pacer(monkeypatch: pytest.MonkeyPatch):
     def sleep(seconds: float) -> None:
         now[0] += seconds
 
-    def make(**limits_per_minute: int) -> tuple[Pacer, list[float]]:
-        return Pacer(key="provider", clock=lambda: now[0], sleep=sleep, **limits_per_minute), now
+    def make(pauses: Pauses | None = None, **limits_per_minute: int) -> tuple[Pacer, list[float]]:
+        return Pacer(key="provider", clock=lambda: now[0], sleep=sleep, pauses=pauses, **limits_per_minute), now
 
     return make
 
@@ -62,3 +62,65 @@ def test_a_token_limit_is_kept_for_calls_larger_than_a_window(virtual_pacer) -> 
 def test_a_request_limit_of_six_or_more_a_minute_is_kept(virtual_pacer) -> None:
     pacer, now = virtual_pacer(requests_per_minute=60)
     assert _sent_within_a_minute(pacer, now, tokens=1) <= 60
+
+
+def test_equal_request_and_token_allowances_are_kept_apart(virtual_pacer) -> None:
+    """Attack: 50 requests and 50 tokens a minute, calls of one token: both windows have the same
+    allowance and length. Each call takes one entry of each, so 50 calls start within a minute, not 25."""
+    pacer, now = virtual_pacer(requests_per_minute=50, tokens_per_minute=50)
+    assert _sent_within_a_minute(pacer, now, tokens=1) == 50
+
+
+def test_a_pause_holds_the_next_call_until_it_ends(virtual_pacer) -> None:
+    pacer, now = virtual_pacer(requests_per_minute=600)
+    start = now[0]
+    pacer.pause(5.0)
+    pacer.acquire(1)
+    assert now[0] >= start + 5.0
+
+
+def test_a_huge_pause_is_capped(virtual_pacer) -> None:
+    """Attack: ``Retry-After: 3600``. The next call waits PAUSE_MAX_S, not an hour."""
+    pacer, now = virtual_pacer()
+    start = now[0]
+    pacer.pause(3600.0)
+    pacer.acquire(1)
+    assert start + PAUSE_MAX_S <= now[0] <= start + PAUSE_MAX_S + 1.0
+
+
+def test_a_pause_holds_a_call_already_waiting_for_its_window(virtual_pacer) -> None:
+    """A call waiting for the request window to free up when a 429's pause comes: it is held until
+    the pause ends, not only until the window frees up."""
+    pacer, now = virtual_pacer(requests_per_minute=6)
+    start = now[0]
+    for _ in range(6):
+        pacer.acquire(1)
+    paused = []
+    sleep = pacer._sleep
+
+    def sleep_then_pause(seconds: float) -> None:
+        sleep(seconds)
+        if not paused and now[0] >= start + 59.0:
+            paused.append(now[0])
+            pacer.pause(30.0)
+
+    pacer._sleep = sleep_then_pause
+    pacer.acquire(1)
+    assert paused
+    assert now[0] >= paused[0] + 30.0
+
+
+def test_a_pause_kept_in_shared_pauses_holds_another_pacer(virtual_pacer) -> None:
+    """Two pacers of one key sharing their pauses: a pause set through one holds the other's next
+    call, at the latest once that pacer's last read is PAUSE_READ_S old."""
+    pauses = MemoryPauses()
+    first, now = virtual_pacer(pauses=pauses)
+    second, _ = virtual_pacer(pauses=pauses)
+    start = now[0]
+    assert second.paused_until() == 0.0  # read now: kept for PAUSE_READ_S
+    first.pause(10.0)
+    assert first.paused_until() == start + 10.0
+    now[0] += PAUSE_READ_S + 0.001
+    assert second.paused_until() == start + 10.0
+    second.acquire(1)
+    assert now[0] >= start + 10.0

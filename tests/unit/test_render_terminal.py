@@ -148,7 +148,7 @@ class _Store:
 
 
 def test_dist_status_escapes_failures_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    cluster: Any = SimpleNamespace(store=_Store(), waiting=lambda _job_id: ([], []))
+    cluster: Any = SimpleNamespace(store=_Store(), waiting=lambda _job_id: ([], []), making_status=lambda _record: None)
     dist_views.print_status(cluster, "job-1", as_json=False)
     out, _ = capsys.readouterr()
     lines = out.splitlines()

@@ -2,7 +2,7 @@
 judgment (ECEB-0.1 §8, §9).
 
 Each attempt of a paid call is recorded in the journal before it is sent
-(:meth:`~eceb_worker.io.run_journal.RunJournal.begin`), paced by the
+(:meth:`~eceb_worker.families.eceb.making.journal.Journal.begin`), paced by the
 provider's limits (:mod:`.pacing`) and retried by the one policy
 (:mod:`.retry`); what came of it is recorded after. A call made before
 (its record is in the journal) is read back, never sent again. Latency is
@@ -24,6 +24,7 @@ from eceb_worker.families.eceb.benchmark import Task
 from eceb_worker.families.eceb.making.baselines import estimate_tokens
 from eceb_worker.families.eceb.making.costs import call_cost, upper_bound
 from eceb_worker.families.eceb.making.exchange import ModelProvider, ModelRequest, ModelResponse
+from eceb_worker.families.eceb.making.journal import Attempt, Journal
 from eceb_worker.families.eceb.making.judging import (
     JUDGE_SYSTEM,
     JUDGMENT_SCHEMA,
@@ -35,7 +36,6 @@ from eceb_worker.families.eceb.making.plan import Call, Execution
 from eceb_worker.families.eceb.making.profile import LlmJudge, RunProfile
 from eceb_worker.families.eceb.making.records import AnswerRecord, JudgeRecord, decode_record, encode_record
 from eceb_worker.io.judges import CommandJudgeRunner
-from eceb_worker.io.run_journal import Attempt, RunJournal
 from eceb_worker.pipeline.making.contexts import Contexts, Prepared
 from eceb_worker.pipeline.making.pacing import Pacer
 from eceb_worker.pipeline.making.retry import retrying
@@ -85,7 +85,7 @@ class Calls:
         *,
         tasks: tuple[Task, ...],
         rubric: str,
-        journal: RunJournal,
+        journal: Journal,
         contexts: Contexts,
         answer_model: Callable[[], ModelProvider],
         judge_model: Callable[[], ModelProvider] | None,
@@ -299,7 +299,7 @@ class Calls:
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
-def kept_record(journal: RunJournal, call: Call, kind: type[RecordT]) -> RecordT | None:
+def kept_record(journal: Journal, call: Call, kind: type[RecordT]) -> RecordT | None:
     """The record the journal keeps of ``call`` (of the ``kind`` its call
     makes), or ``None``; :class:`InputError` naming the journal and the call
     when it is not one eceb wrote (edited, damaged, another call's)."""
@@ -312,7 +312,7 @@ def kept_record(journal: RunJournal, call: Call, kind: type[RecordT]) -> RecordT
         record = None
     if not isinstance(record, kind):
         message = f"the record of call {call.call_id} is not one eceb wrote (edited or damaged)"
-        raise InputError([Problem(file=str(journal.path), record="results", message=message)])
+        raise InputError([Problem(file=journal.where, record="results", message=message)])
     return record
 
 

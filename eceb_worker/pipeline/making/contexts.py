@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -48,7 +48,10 @@ from eceb_worker.families.eceb.making.prompt import context_digest, query_digest
 from eceb_worker.families.eceb.making.protocol import ContextRequest, Permissions
 from eceb_worker.families.eceb.run import SelectedArtifact
 
-__all__ = ["Contexts", "Prepared"]
+if TYPE_CHECKING:
+    from eceb_worker.pipeline.making.inputs import MakingInputs
+
+__all__ = ["Contexts", "Prepared", "open_contexts"]
 
 _KEPT_GROUPS: Final = 16
 """Contexts kept for groups in flight (repetitions of a group share one)."""
@@ -228,3 +231,22 @@ class Contexts:
             chosen = [a for a in self._artifacts if a.artifact_id in ids]
             self._index = Bm25Index.build([(a.artifact_id, decode_text(data)) for a, data in self._read(chosen)])
         return self._index
+
+
+def open_contexts(inputs: MakingInputs, storage: CorpusStorage) -> Contexts:
+    """The contexts of a run's executions over ``storage``, its context
+    system (a program or an HTTP endpoint) started on first use."""
+    profile, base_dir = inputs.profile, inputs.profile_dir
+
+    def open_system() -> ContextSystem:
+        from eceb_worker.io.context_systems import open_context_system
+
+        return open_context_system(profile.context_system, base_dir=base_dir)
+
+    return Contexts(
+        profile,
+        artifacts=inputs.registry.artifacts,
+        tasks=inputs.benchmark.tasks,
+        storage=storage,
+        system=open_system,
+    )

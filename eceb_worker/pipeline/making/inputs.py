@@ -25,9 +25,10 @@ from eceb_worker.families.eceb.making.costs import upper_bound
 from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge, RunProfile
 from eceb_worker.families.eceb.run import Decoding
 from eceb_worker.io.files import read_input
-from eceb_worker.pipeline.inputs import check_benchmark
+from eceb_worker.io.locations import Locator
+from eceb_worker.pipeline.inputs import check_benchmark, registry_location
 
-__all__ = ["MakingInputs", "load_making_inputs", "load_profile"]
+__all__ = ["MakingInputs", "load_making_inputs", "load_profile", "located_inputs"]
 
 
 class MakingInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -212,3 +213,31 @@ def load_making_inputs(benchmark_path: Path, profile_path: Path) -> MakingInputs
             *([profile_path.parent / profile.judge.rubric] if isinstance(profile.judge, LlmJudge) else []),
         ),
     )
+
+
+def located_inputs(
+    benchmark_at: str, locator: Locator, *, profile: RunProfile, profile_dir: str, rubric: str
+) -> tuple[MakingInputs, str]:
+    """A cluster job's inputs (``eceb-dist run``): the benchmark and its
+    registry read through ``locator`` (``s3://`` or a path every worker
+    sees; their versions pinned by it), the profile and rubric its message
+    carries (the rubric checked against the profile's digest again). Returns
+    the inputs and where the registry is. Raises :class:`InputError` with
+    every problem, ``StorageError``."""
+    judge = profile.judge
+    if isinstance(judge, LlmJudge) and digest_bytes(rubric.encode("utf-8")) != judge.rubric_digest:
+        message = "the rubric the job carries is not the one the profile binds by digest"
+        raise InputError([Problem(file="run profile", record="judge", field="rubric_digest", message=message)])
+    location = locator.locate(benchmark_at)
+    data = location.read()
+    benchmark, registry = check_benchmark(benchmark_at, locator)
+    inputs = MakingInputs(
+        benchmark=benchmark,
+        registry=registry,
+        benchmark_digest=digest_bytes(data),
+        task_root=task_root(benchmark.tasks),
+        profile=profile,
+        profile_dir=Path(profile_dir),
+        rubric=rubric,
+    )
+    return inputs, registry_location(location, benchmark.registry.path).name

@@ -25,24 +25,36 @@ from typing import Final
 
 import msgspec
 
-from eceb_worker.core.canonical import canonical_json
 from eceb_worker.corpus.storage import CorpusStorage
 from eceb_worker.errors import EcebError, OutcomeUnknown, OutputError
-from eceb_worker.families.eceb.making.assemble import MadeExecution, PossibleCost, StreamedRun
+from eceb_worker.families.eceb.making.assemble import MadeExecution
 from eceb_worker.families.eceb.making.exchange import ModelProvider
+from eceb_worker.families.eceb.making.journal import Journal
 from eceb_worker.families.eceb.making.plan import Call, Execution, executions, paid_calls, plan_digest, plan_size
-from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge, ModelSpec
+from eceb_worker.families.eceb.making.profile import CommandJudge, LlmJudge, ModelSpec, RunProfile
 from eceb_worker.families.eceb.making.records import AnswerRecord, JudgeRecord
 from eceb_worker.families.eceb.run import BenchmarkReference
 from eceb_worker.io.files import atomic_write
 from eceb_worker.io.judges import CommandJudgeRunner
 from eceb_worker.io.run_journal import JournalBinding, RunJournal
 from eceb_worker.pipeline.making.calls import Calls, ExecutionResult, Stopped, kept_record
-from eceb_worker.pipeline.making.contexts import Contexts
+from eceb_worker.pipeline.making.contexts import open_contexts
 from eceb_worker.pipeline.making.inputs import MakingInputs
+from eceb_worker.pipeline.making.outputs import judgment_lines, made_run, possible_costs, transcript_lines
 from eceb_worker.pipeline.making.pacing import Pacer
 
-__all__ = ["MadeRun", "RunOutputs", "SessionOptions", "make_run"]
+__all__ = [
+    "MadeRun",
+    "Parties",
+    "command_judge",
+    "RunOutputs",
+    "SessionOptions",
+    "drive",
+    "execution_ended",
+    "journal_binding",
+    "make_run",
+    "pacers",
+]
 
 _SIGNAL_POLL_S: Final = 0.1
 """How long the main thread waits at a time for an execution to end (a signal is handled between waits)."""
@@ -98,14 +110,19 @@ class MadeRun(msgspec.Struct, frozen=True, kw_only=True):
     possible_micro_usd: int
 
 
-def _journal(inputs: MakingInputs, options: SessionOptions, size: int) -> RunJournal:
-    profile = inputs.profile
-    binding = JournalBinding(
-        plan_digest=plan_digest(
-            benchmark_digest=inputs.benchmark_digest, corpus_root=inputs.registry.corpus_root, profile=profile
-        ),
+def journal_binding(profile: RunProfile, *, benchmark_digest: str, corpus_root: str, size: int) -> JournalBinding:
+    """What a run's journal is bound to: the plan's digest, the authorized
+    paid calls (the profile's, else every call of the plan) and the stop."""
+    return JournalBinding(
+        plan_digest=plan_digest(benchmark_digest=benchmark_digest, corpus_root=corpus_root, profile=profile),
         authorized_calls=profile.spending.authorized_executions or paid_calls(profile, size),
         stop_micro_usd=profile.spending.stop_micro_usd,
+    )
+
+
+def _journal(inputs: MakingInputs, options: SessionOptions, size: int) -> RunJournal:
+    binding = journal_binding(
+        inputs.profile, benchmark_digest=inputs.benchmark_digest, corpus_root=inputs.registry.corpus_root, size=size
     )
     if not options.resume:
         if options.journal.exists():
@@ -120,12 +137,12 @@ def _journal(inputs: MakingInputs, options: SessionOptions, size: int) -> RunJou
     return journal
 
 
-class _Parties:
-    """The models, judge and context system of a session, opened on first use."""
+class Parties:
+    """The models and judge of a session, opened on first use (thread-safe)."""
 
-    def __init__(self, inputs: MakingInputs, options: SessionOptions) -> None:
+    def __init__(self, inputs: MakingInputs, environ: Mapping[str, str]) -> None:
         self._inputs = inputs
-        self._options = options
+        self._environ = environ
         self._opened: list[ModelProvider] = []
         self._answer: ModelProvider | None = None
         self._judge: ModelProvider | None = None
@@ -139,9 +156,10 @@ class _Parties:
         profile = self._inputs.profile
         specs = [profile.model, *([profile.judge.model] if isinstance(profile.judge, LlmJudge) else [])]
         for spec in specs:
-            read_api_key(spec, base_dir=self._inputs.profile_dir, environ=self._options.environ)
+            read_api_key(spec, base_dir=self._inputs.profile_dir, environ=self._environ)
 
     def answer_model(self) -> ModelProvider:
+        """The answer model's provider client (opened on first use)."""
         if self._answer is None:
             with self._lock:
                 if self._answer is None:
@@ -149,6 +167,7 @@ class _Parties:
         return self._answer
 
     def judge_model(self) -> ModelProvider:
+        """The LLM judge's provider client (opened on first use)."""
         judge = self._inputs.profile.judge
         assert isinstance(judge, LlmJudge)
         if self._judge is None:
@@ -163,21 +182,28 @@ class _Parties:
         model = open_model(
             spec,
             base_dir=self._inputs.profile_dir,
-            environ=self._options.environ,
+            environ=self._environ,
             connections=max(self._inputs.profile.in_flight, 1),
         )
         self._opened.append(model)
         return model
 
     def close(self) -> None:
+        """Close every client opened."""
         for model in self._opened:
             with contextlib.suppress(Exception):
                 model.close()
 
 
-def _pacers(inputs: MakingInputs) -> tuple[Pacer, Pacer]:
+PacerFactory = Callable[..., Pacer]
+"""Makes a provider's :class:`Pacer` (``key``, ``requests_per_minute``, ``tokens_per_minute``)."""
+
+
+def pacers(inputs: MakingInputs, make: PacerFactory = Pacer) -> tuple[Pacer, Pacer]:
+    """The answer model's pacer and the judge's (the same one when both
+    call the same provider at the same address)."""
     model = inputs.profile.model
-    answer = Pacer(
+    answer = make(
         key=f"answer:{model.provider}",
         requests_per_minute=model.requests_per_minute,
         tokens_per_minute=model.tokens_per_minute,
@@ -188,11 +214,17 @@ def _pacers(inputs: MakingInputs) -> tuple[Pacer, Pacer]:
     same = (judge.model.provider, judge.model.base_url) == (model.provider, model.base_url)
     if same:
         return answer, answer
-    return answer, Pacer(
+    return answer, make(
         key=f"judge:{judge.model.provider}",
         requests_per_minute=judge.model.requests_per_minute,
         tokens_per_minute=judge.model.tokens_per_minute,
     )
+
+
+def command_judge(inputs: MakingInputs) -> CommandJudgeRunner | None:
+    """The runner of the profile's command judge (``None`` for an LLM judge)."""
+    judge = inputs.profile.judge
+    return CommandJudgeRunner(judge, base_dir=inputs.profile_dir) if isinstance(judge, CommandJudge) else None
 
 
 def _next_done(finished: SimpleQueue[Future[ExecutionResult]]) -> Future[ExecutionResult]:
@@ -205,7 +237,7 @@ def _next_done(finished: SimpleQueue[Future[ExecutionResult]]) -> Future[Executi
             continue
 
 
-def _drive(
+def drive(
     calls: Calls, pending: Iterable[Execution], in_flight: int, on_result: Callable[[ExecutionResult], None]
 ) -> tuple[int, int, list[OutcomeUnknown]]:
     """Make ``pending`` with ``in_flight`` executions at once; returns made,
@@ -274,26 +306,15 @@ def make_run(
     def plan() -> Iterator[Execution]:  # made again for each pass: memory stays flat in the plan's size
         return executions(inputs.benchmark, profile)
 
-    parties = _Parties(inputs, options)
+    parties = Parties(inputs, options.environ)
     parties.check_credentials()
     with _journal(inputs, options, size) as journal, _removed_unless_used(journal, created=not options.resume):
-        before = sum(_complete(journal, e) for e in plan()) if options.resume else 0
+        before = sum(execution_ended(journal, e) for e in plan()) if options.resume else 0
         on_start(size, before)
-        pending: Iterable[Execution] = (e for e in plan() if not _complete(journal, e)) if options.resume else plan()
-        base_dir = inputs.profile_dir
-
-        def open_system() -> object:
-            from eceb_worker.io.context_systems import open_context_system
-
-            return open_context_system(profile.context_system, base_dir=base_dir)
-
-        contexts = Contexts(
-            profile,
-            artifacts=inputs.registry.artifacts,
-            tasks=inputs.benchmark.tasks,
-            storage=storage,
-            system=open_system,  # type: ignore[arg-type]
+        pending: Iterable[Execution] = (
+            (e for e in plan() if not execution_ended(journal, e)) if options.resume else plan()
         )
+        contexts = open_contexts(inputs, storage)
         judge = profile.judge
         calls = Calls(
             profile,
@@ -303,13 +324,15 @@ def make_run(
             contexts=contexts,
             answer_model=parties.answer_model,
             judge_model=parties.judge_model if isinstance(judge, LlmJudge) else None,
-            command_judge=CommandJudgeRunner(judge, base_dir=base_dir) if isinstance(judge, CommandJudge) else None,
-            pacers=_pacers(inputs),
+            command_judge=CommandJudgeRunner(judge, base_dir=inputs.profile_dir)
+            if isinstance(judge, CommandJudge)
+            else None,
+            pacers=pacers(inputs),
             rerun_unknown=options.rerun_unknown,
             resumed=options.resume,
         )
         try:
-            _, _, unknown = _drive(calls, pending, profile.in_flight, on_result)
+            _, _, unknown = drive(calls, pending, profile.in_flight, on_result)
         finally:
             contexts.close()
             parties.close()
@@ -345,7 +368,7 @@ def _removed_unless_used(journal: RunJournal, *, created: bool) -> Iterator[None
         raise
 
 
-def _complete(journal: RunJournal, execution: Execution) -> bool:
+def execution_ended(journal: Journal, execution: Execution) -> bool:
     """True when the execution came to an end before: judged, or failed finally."""
     for kind in ("answer", "judge"):
         call_id = Call(execution=execution, kind=kind).call_id
@@ -356,69 +379,11 @@ def _complete(journal: RunJournal, execution: Execution) -> bool:
     return True
 
 
-def _made(journal: RunJournal, plan: Iterable[Execution]) -> Iterator[MadeExecution]:
+def _made(journal: Journal, plan: Iterable[Execution]) -> Iterator[MadeExecution]:
     for execution in plan:
         answer = kept_record(journal, Call(execution=execution, kind="answer"), AnswerRecord)
         judgment = kept_record(journal, Call(execution=execution, kind="judge"), JudgeRecord)
         yield MadeExecution(execution=execution, answer=answer, judgment=judgment)
-
-
-def _possible_costs(journal: RunJournal, plan: Callable[[], Iterator[Execution]]) -> list[PossibleCost]:
-    attempts = journal.attempts_not_ok()
-    wanted = {attempt.call_id.rpartition(":")[0] for attempt in attempts}
-    by_id = {e.execution_id: e for e in plan() if e.execution_id in wanted} if wanted else {}
-    costs: list[PossibleCost] = []
-    for attempt in attempts:
-        execution_id, _, call = attempt.call_id.rpartition(":")
-        execution = by_id.get(execution_id)
-        if execution is None or call not in ("answer", "judge"):
-            continue
-        if attempt.cost_micro_usd:
-            costs.append(
-                PossibleCost(
-                    execution=execution, call=call, micro_usd=attempt.cost_micro_usd, reason=attempt.detail, upper=False
-                )
-            )
-        elif attempt.maybe_billed and attempt.upper_micro_usd:
-            reason = f"attempt {attempt.attempt}: {attempt.detail or 'outcome unknown'}"
-            costs.append(
-                PossibleCost(
-                    execution=execution, call=call, micro_usd=attempt.upper_micro_usd, reason=reason, upper=True
-                )
-            )
-    return costs
-
-
-def _lines(journal: RunJournal, plan: Iterable[Execution], judgments: bool) -> Iterator[bytes]:
-    for item in _made(journal, plan):
-        e = item.execution
-        where = {
-            "execution_id": e.execution_id,
-            "task_id": e.task_id,
-            "strategy": e.strategy,
-            "budget": e.budget,
-            "repetition": e.repetition,
-        }
-        if judgments:
-            if item.judgment is not None:
-                j = item.judgment
-                yield (
-                    canonical_json(
-                        {
-                            **where,
-                            "quality_milli": j.quality_milli,
-                            "rationale": j.rationale,
-                            "judge_prompt": j.judge_prompt,
-                            "raw_judgment": j.raw_judgment,
-                        }
-                    )
-                    + b"\n"
-                )
-            continue
-        for kind, record in (("answer", item.answer), ("judge", item.judgment)):
-            if record is not None and record.request_body != msgspec.Raw(b"null"):
-                line = {**where, "call": kind, "request": record.request_body, "response": record.response_body}
-                yield canonical_json(line) + b"\n"
 
 
 def _write(
@@ -427,14 +392,14 @@ def _write(
     """Write the transcripts, the judgments, then the run, each a pass over
     the plan and the journal (one execution in memory at a time); returns
     the run's number of observations."""
-    run = StreamedRun(
+    run = made_run(
         inputs.profile,
         benchmark=BenchmarkReference(benchmark_id=inputs.benchmark.benchmark_id, task_root=inputs.task_root),
         corpus_root=inputs.registry.corpus_root,
         made=lambda: _made(journal, plan()),
-        possible_costs=_possible_costs(journal, plan),
+        possible_costs=possible_costs(journal, plan),
     )
-    atomic_write(outputs.transcripts, _lines(journal, plan(), judgments=False))
-    atomic_write(outputs.judgments, _lines(journal, plan(), judgments=True))
+    atomic_write(outputs.transcripts, transcript_lines(_made(journal, plan())))
+    atomic_write(outputs.judgments, judgment_lines(_made(journal, plan())))
     atomic_write(outputs.run, run.chunks())
     return run.observations
