@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
@@ -18,13 +19,16 @@ from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, DEFAULT_SHARD_B
 from eceb_worker.corpus.registry import registry_lines
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import VerificationReport, encode_verification
-from eceb_worker.errors import InputError
+from eceb_worker.errors import InputError, OutputError
 from eceb_worker.executors import InProcessExecutor
 from eceb_worker.io.files import read_input
 from eceb_worker.pipeline.inputs import load_registry
 from eceb_worker.pipeline.jobs import SCAN_COST
 from eceb_worker.pipeline.messages import HashAnswer, RehashAnswer, ShardAnswer
 from eceb_worker.render.text import finding_lines, unregistered_lines, verification_verdict
+
+if TYPE_CHECKING:
+    from eceb_worker.pipeline.register import Registration
 
 __all__ = ["advance_by", "corpus", "print_findings", "source_options"]
 
@@ -78,12 +82,24 @@ def corpus() -> None:
 @click.option("--rules", "rules_path", callback=local_path, required=True, help="TOML rules file.")
 @output_option("Registry file to write (atomically).", required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print what was registered as one JSON object (not with -o -).")
+@click.option(
+    "--previous",
+    "previous_path",
+    metavar="REGISTRY",
+    callback=location,
+    help=(
+        "A registry written earlier from this corpus (a file or s3:// object), its listing snapshot beside it: "
+        "files listed with the size and version the snapshot holds (S3 ETag and LastModified; a local file's "
+        "mtime, ctime and inode) take their digest from it instead of being hashed. Same registry bytes."
+    ),
+)
 @source_options
 def register(
     source: str,
     rules_path: Path,
     output: Output,
     as_json: bool,
+    previous_path: str | None,
     endpoint_url: str | None,
     workers: int,
     concurrency: int,
@@ -96,51 +112,106 @@ def register(
     no rule classifies is an error, nothing is written: such files are
     grouped by top-level directory, with their count and the first few
     named (-v lists every file).
+
+    Beside the registry, REGISTRY_STEM.listing.jsonl records what identified
+    each file's version when it was listed (not with -o -). Given as
+    --previous, a registry and that snapshot let the next registration hash
+    only the files that changed; without a snapshot bound to it, every file
+    is hashed (a warning says why).
     """
     from eceb_worker.corpus.rules import group_unclassified
+    from eceb_worker.io.locations import Locator
     from eceb_worker.pipeline.inputs import load_rules
-    from eceb_worker.pipeline.register import register_corpus
+    from eceb_worker.pipeline.register import build_registration, open_previous, write_listing
 
     if as_json and output.to_stdout:
         raise click.UsageError("--json prints on standard output, which -o - already takes for the registry")
-    output.check([rules_path])
-    output.check_outside(source)
+    listing = _checked_outputs(output, source, [rules_path], previous_path)
     rules = load_rules(read_input(rules_path), str(rules_path))
     spec = StorageSpec(source=source, endpoint_url=endpoint(endpoint_url), concurrency=concurrency)
-    totals: dict[str, int] = {}
-
-    def listed(files: int, size: int) -> None:
-        totals.update(files=files, size=size)
-
+    previous = None
+    if previous_path is not None:
+        previous = open_previous(previous_path, Locator(spec.endpoint_url), on_warning=_warn)
     try:
         with progress("hashing", total=0) as advance:
-            registry = register_corpus(
+            registration = build_registration(
                 spec,
                 rules,
                 rules_name=str(rules_path),
+                previous=previous,
                 executor=InProcessExecutor(workers),
                 shard_bytes=shard_bytes,
                 on_answer=advance_by(advance),
-                on_listed=listed,
+                on_warning=_warn,
             )
     except InputError as error:
         if is_verbose():  # every file, one problem a line
             raise
         raise InputError(group_unclassified(error.problems, str(rules_path), hint=" (-v lists every file)")) from None
-    output.write(registry_lines(registry))
+    output.write(registry_lines(registration.registry))
+    if output.path is not None and listing is not None:
+        try:
+            write_listing(registration, output.path)
+        except OutputError as error:  # the registry stands; the next --previous hashes every file
+            _warn(f"{error}: no listing snapshot, so a registration with --previous {output} will hash every file")
+            listing = None
+    _say_registered(registration, output, listing, source=source, previous=previous_path, as_json=as_json)
+
+
+def _warn(line: str) -> None:
+    """A warning of ``register`` on standard error (shown with -q too)."""
+    click.echo(f"warning: {line}", err=True)
+
+
+def _checked_outputs(output: Output, source: str, inputs: list[str | Path], previous: str | None) -> Output | None:
+    """Check the registry ``register`` writes and its listing snapshot
+    (none with ``-o -``), which is returned: both writable, neither an input
+    (the rules, the previous registry or its snapshot) nor inside the corpus."""
+    from eceb_worker.core.urls import is_s3_url
+    from eceb_worker.pipeline.register import listing_path
+
+    if previous is not None and not is_s3_url(previous):
+        inputs = [*inputs, previous, listing_path(Path(previous))]
+    listing = None if output.path is None else Output(listing_path(output.path))
+    for written in (output, listing):
+        if written is not None:
+            written.check(inputs)
+            written.check_outside(source)
+    return listing
+
+
+def _say_registered(
+    registration: Registration,
+    output: Output,
+    listing: Output | None,
+    *,
+    source: str,
+    previous: str | None,
+    as_json: bool,
+) -> None:
+    """Print what ``register`` did: one JSON object, or its lines (on standard
+    error when standard output holds the registry)."""
+    registry = registration.registry
     size = sum(a.size_bytes for a in registry.artifacts)
     if as_json:
         found = {"artifact_count": len(registry.artifacts), "bytes": size, "corpus_root": registry.corpus_root}
-        click.echo(msgspec.json.encode({**found, "registry": str(output), "source": source}).decode())
+        counts = {"rehashed": registration.rehashed, "reused": registration.reused}
+        named = {"listing": None if listing is None else str(listing), "registry": str(output), "source": source}
+        click.echo(msgspec.json.encode(dict(sorted({**found, **counts, **named}.items()))).decode())
         return
-    registered = f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}"
+    lines = [f"registered {len(registry.artifacts)} artifacts ({size} bytes) from {source}"]
+    if previous is not None:
+        lines.append(f"hashed {registration.rehashed}, took the digests of {registration.reused} from {previous}")
     if output.to_stdout:  # standard output holds the registry alone
-        info(registered)
-        info(f"corpus root {registry.corpus_root}")
+        for line in [*lines, f"corpus root {registry.corpus_root}"]:
+            info(line)
         return
-    say(registered)
+    for line in lines:
+        say(line)
     click.echo(f"corpus root {registry.corpus_root}")
     say(f"wrote {output}")
+    if listing is not None:
+        say(f"wrote {listing}")
 
 
 @exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)
@@ -255,3 +326,71 @@ def print_findings(report: VerificationReport) -> None:
     """Print one line per failing artifact on stderr."""
     for line in finding_lines(report):
         click.echo(line, err=True)
+
+
+@exits(exit_codes.BAD_INPUT, exit_codes.STORAGE, exit_codes.OUTPUT)
+@corpus.command(name="diff")
+@click.argument("old_path", metavar="OLD", callback=location)
+@click.argument("new_path", metavar="NEW", callback=location)
+@click.option(
+    "--benchmark",
+    "benchmark_path",
+    metavar="BENCHMARK",
+    callback=location,
+    help="Also name each task whose required or denied artifacts changed, and say whether its corpus root holds.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the diff document (schema corpus-diff-v0.1).")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print Markdown, for a CI comment.")
+@output_option("Write the diff here (atomically) instead of standard output.")
+@click.option("--endpoint-url", help="S3-compatible endpoint for s3:// inputs (else ECEB_S3_ENDPOINT_URL).")
+def corpus_diff(
+    old_path: str,
+    new_path: str,
+    benchmark_path: str | None,
+    as_json: bool,
+    as_markdown: bool,
+    output: Output | None,
+    endpoint_url: str | None,
+) -> None:
+    """Say what changed from registry OLD to registry NEW (files or
+    s3://bucket/key objects): artifacts added, removed and changed, each
+    change named by field (path, kind, classification, source_digest,
+    size_bytes), old -> new.
+
+    With --benchmark, also whether the corpus root the benchmark pins still
+    holds (is NEW's), and each task whose required or denied artifacts were
+    added, removed or changed, by task id and artifact id.
+
+    Text by default (a summary line, then sections); --json prints the diff
+    document, --markdown a CI comment. Exit 0 whatever the differences (the
+    output says them), 3 for an invalid registry or benchmark (every problem
+    named by file, line and field), 5 when storage cannot be read, 6 when
+    the output cannot be written (or is one of the inputs), 2 for a usage
+    error.
+    """
+    from eceb_cli.conventions import is_quiet
+    from eceb_worker.corpus.diff import encode_corpus_diff
+    from eceb_worker.io.locations import Locator
+    from eceb_worker.pipeline.corpus_diff import read_corpus_diff
+    from eceb_worker.render.corpus_diff import corpus_diff_lines, corpus_diff_markdown, corpus_diff_summary
+    from eceb_worker.render.terminal import printable
+
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown are exclusive: choose one format")
+    if output is not None:
+        output.check([old_path, new_path, *([benchmark_path] if benchmark_path else [])])
+    found = read_corpus_diff(old_path, new_path, benchmark_path, Locator(endpoint(endpoint_url)))
+    names = (old_path, new_path)
+    if as_json:
+        data = encode_corpus_diff(found)
+    elif as_markdown:
+        data = corpus_diff_markdown(found, names).encode()
+    elif is_quiet() and output is None:
+        data = (corpus_diff_summary(found) + "\n").encode()
+    else:
+        data = "".join(line + "\n" for line in corpus_diff_lines(found, names)).encode()
+    if output is None:
+        Output(None).write([data])
+    else:
+        output.write([data])
+        click.echo(printable(f"{corpus_diff_summary(found)}; diff written to {output}"), err=output.to_stdout)

@@ -26,6 +26,7 @@ from eceb_cli.outcomes import (
     exit_for_verdict,
     job_state,
     made_verdict,
+    registered_verdict,
     result_bytes,
     verification_of,
     wait_until_ended,
@@ -231,8 +232,10 @@ def wait(job_id: str, timeout: float | None) -> None:
     """Wait until a job ends. An evaluation exits 0 when every task passes,
     1 when some fail; a verification 0 when the corpus verified, 4 when not
     (its findings listed, as `eceb corpus verify`); a made run 0 when every
-    execution was made, 1 when some failed; 3/4/5/6/9/12/70 when the job
-    failed (as `eceb evaluate` and `eceb run`), 8 when cancelled, 75 on timeout.
+    execution was made, 1 when some failed; a registration 0 once its
+    registry is written; 3/4/5/6/9/12/70 when the job failed (as `eceb
+    evaluate`, `eceb run` and `eceb corpus register`), 8 when cancelled, 75
+    on timeout.
 
     Progress bars show on a terminal. Warns when no worker consumes the
     queue (the job would wait for ever).
@@ -250,6 +253,8 @@ def wait(job_id: str, timeout: float | None) -> None:
         click.echo(verification_verdict(report))
     elif state.kind is JobKind.MAKE:
         click.echo(f"{made_verdict(state)}; run written to {state.out}")
+    elif state.kind is JobKind.REGISTER:
+        click.echo(f"{registered_verdict(state)}; registry written to {state.out}")
     else:
         click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {state.out}")
     exit_for_verdict(state)
@@ -273,7 +278,7 @@ def wait(job_id: str, timeout: float | None) -> None:
 @output_option("Write the report here (atomically; standard output without -o).")
 @cluster_options
 def result(job_id: str, output: Output | None) -> None:
-    """Download a finished job's report, or a made run's run (to FILE, atomically, or to stdout)."""
+    """Download a finished job's report, made run or registry (to FILE, atomically, or to stdout)."""
     if output is not None:
         output.check()
     cluster = connect()
@@ -298,6 +303,8 @@ def result(job_id: str, output: Output | None) -> None:
             click.echo(f"{artifacts_verified(report)}; report written to {output}")
         elif state.kind is JobKind.MAKE:
             click.echo(f"{made_verdict(state)}; run written to {output}")
+        elif state.kind is JobKind.REGISTER:
+            click.echo(f"{registered_verdict(state)}; registry written to {output}")
         else:
             click.echo(f"{tasks_pass(state.passing_tasks, state.total_tasks)}; report written to {output}")
     exit_for_verdict(state)
@@ -317,6 +324,11 @@ def cancel(job_id: str) -> None:
         return
     if state.coordinator:
         cluster.revoke(state.coordinator)
+    if state.kind is JobKind.REGISTER and state.out:
+        from eceb_worker.io.objects import ObjectStore
+        from eceb_worker.pipeline.register_job import discard_parts
+
+        discard_parts(ObjectStore(cluster_endpoint()).client, state.out, job_id)  # its partials: nothing is left
     click.echo(f"job {job_id} cancelled")
 
 
@@ -389,11 +401,13 @@ def worker(
 
 def _add_commands() -> None:
     """Commands defined in modules of their own."""
+    from eceb_cli.dist_register import register
     from eceb_cli.dist_run import run
     from eceb_cli.nightly import accept_night, nightly
     from eceb_cli.probe import probe
 
     main.add_command(run)
+    main.add_command(register)
     main.add_command(nightly)
     main.add_command(accept_night)
     main.add_command(probe)

@@ -18,34 +18,44 @@ until it is fixed or accepted. One night:
 
 1. reach the broker, read ``PREFIX/baseline.json`` (absent: ``latest.json``,
    a prefix kept before the baseline existed; both absent: the first night);
-2. with ``--profile``, make tonight's run (as ``eceb-dist run``, the
+2. with ``--register-rules``, register tonight's snapshot of the corpus
+   (:mod:`eceb_cli.nightly_corpus`: as ``eceb-dist register``, to
+   ``PREFIX/registries/<job id>.jsonl``; its id printed), print what changed
+   since the last night's registry ``PREFIX/registry.jsonl`` and which
+   tasks it moves, and, when tonight's corpus root is not the one the
+   benchmark pins, make and evaluate with the benchmark pinned to tonight's
+   registry (``PREFIX/registries/<job id>.benchmark.json``); a registration
+   that failed or was cancelled ends the night with its own exit code;
+3. with ``--profile``, make tonight's run (as ``eceb-dist run``, the
    profile's spending stop replaced by ``--spend-stop-usd`` when given; its
    id printed) to ``PREFIX/runs/<job id>.json`` and wait until it ends: a
    job that failed or was cancelled ends the night with its own exit code
    (9 for a spending stop or a call of unknown outcome, 12 for a provider
    that failed), nothing evaluated, nothing under PREFIX changed but the
-   run files the job wrote; once it is made, print the night's spend (known,
+   files the night's jobs wrote; once it is made, print the night's spend (known,
    and possible: the upper bounds of calls of unknown outcome);
-3. submit the evaluation of RUN, or of tonight's run (as ``eceb-dist
+4. submit the evaluation of RUN, or of tonight's run (as ``eceb-dist
    submit``; its id printed) and wait until it ends: a job that failed or
    was cancelled ends the night with its own exit code (as ``eceb-dist
    wait``), nothing under PREFIX changed; ``--timeout`` bounds the whole
-   night, both jobs together;
-4. compare the baseline with tonight's report
+   night, every job together;
+5. compare the baseline with tonight's report
    (:func:`~eceb_worker.families.eceb.comparison.compare_reports`, the
-   thresholds of ``eceb compare``) and print the comparison;
-5. write tonight's report bytes to ``PREFIX/latest.json``, and, without a
-   regression, to ``PREFIX/baseline.json`` (each atomically: a reader sees
-   the old report or the new one, never a part);
-6. exit 10 when tonight regressed (every regression named), else 0.
+   thresholds of ``eceb compare``; across corpus roots when the night
+   registered its corpus) and print the comparison;
+6. write tonight's report bytes to ``PREFIX/latest.json``, and, without a
+   regression, to ``PREFIX/baseline.json``, then tonight's registry to
+   ``PREFIX/registry.jsonl`` (each atomically: a reader sees the old
+   object or the new one, never a part);
+7. exit 10 when tonight regressed (every regression named), else 0.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -57,6 +67,17 @@ from eceb_cli.cluster_commands import cluster_endpoint, cluster_options, submit_
 from eceb_cli.compare import threshold_options
 from eceb_cli.console import endpoint
 from eceb_cli.conventions import exits, info, is_quiet, say
+from eceb_cli.nightly_corpus import (
+    REGISTRY,
+    Deadline,
+    Registered,
+    keep_registry,
+    night_benchmark,
+    print_changes,
+    register_tonight,
+    registration,
+    unchanged_text,
+)
 from eceb_cli.outcomes import exit_for, result_bytes, wait_until_ended
 from eceb_cli.outputs import Output, output_option
 from eceb_cli.submission import evaluation_message
@@ -156,6 +177,14 @@ def reports_prefix(value: str) -> str:
     return prefix
 
 
+def _rules_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A click callback: ``--register-rules`` as a local file path; empty
+    (a setting left blank) or not given: no registration (``None``)."""
+    if not value:
+        return None
+    return local_path(ctx, param, value)
+
+
 def _check_what_to_evaluate(run: str | None, profile_path: Path | None, spend_stop: int | None) -> None:
     """Exactly one of RUN and ``--profile``; ``--spend-stop-usd`` only with
     ``--profile``. A usage error otherwise."""
@@ -227,7 +256,7 @@ def _journal_spend(cluster: Cluster, state: JobRecord) -> str:
     return _spend(summary.spent_micro_usd, summary.possible_micro_usd)
 
 
-def _make_tonight(message: JobMessage, benchmark: str, timeout: float | None, *, unchanged: tuple[str, str]) -> None:
+def _make_tonight(message: JobMessage, benchmark: str, timeout: float | None, *, unchanged: Sequence[str]) -> None:
     """Submit the job making tonight's run (its id printed), wait until it
     ends and print the night's spend; when it failed or was cancelled, say
     that nothing was evaluated and exit with its code (:func:`exit_for`)."""
@@ -243,7 +272,7 @@ def _make_tonight(message: JobMessage, benchmark: str, timeout: float | None, *,
     if state.phase is not Phase.DONE:  # failed or cancelled: it ended
         if spent := _journal_spend(cluster, state):
             say(f"tonight's run was not made; {spent} before it ended")
-        info(f"nothing evaluated tonight: {unchanged[0]} and {unchanged[1]} unchanged")
+        info(f"nothing evaluated tonight: {unchanged_text(unchanged)} unchanged")
         exit_for(job_id, state)
     spent = _spend(state.spent_micro_usd or 0, state.possible_micro_usd or 0)
     say(
@@ -284,6 +313,15 @@ def _make_tonight(message: JobMessage, benchmark: str, timeout: float | None, *,
 )
 @click.option("--corpus", required=True, help="The corpus: s3://bucket/prefix (or a directory every worker sees).")
 @click.option(
+    "--register-rules",
+    "rules_path",
+    metavar="RULES",
+    callback=_rules_path,
+    help="Register tonight's snapshot of the corpus (s3://) first, on the cluster, with this rules file (as "
+    "`eceb-dist register`), print what changed since the last night's registry, and make and evaluate with the "
+    "benchmark pinned to tonight's corpus root; empty: no registration.",
+)
+@click.option(
     "--reports",
     required=True,
     metavar="s3://BUCKET/PREFIX/",
@@ -302,6 +340,7 @@ def nightly(
     profile_path: Path | None,
     spend_stop: int | None,
     corpus: str,
+    rules_path: Path | None,
     reports: str,
     markdown: Output | None,
     timeout: float | None,
@@ -317,6 +356,19 @@ def nightly(
     and judgments beside it), and the night's spend is printed (known, and
     possible: calls of unknown outcome); --spend-stop-usd replaces the
     profile's spending stop for tonight. --timeout bounds the whole night.
+
+    With --register-rules RULES, the night first registers tonight's
+    snapshot of the corpus (s3://) on the cluster with those rules, as
+    `eceb-dist register` does, to PREFIX/registries/<job id>.jsonl, prints
+    what changed since the last night's registry, PREFIX/registry.jsonl
+    (the benchmark's own registry the first time), and which tasks' required
+    or denied artifacts moved; when tonight's corpus root is not the one
+    BENCHMARK pins, the night makes and evaluates with BENCHMARK pinned to
+    tonight's registry, PREFIX/registries/<job id>.benchmark.json (a task
+    whose artifact is no longer registered fails its checks: exit 3). Its
+    report is compared across the corpus change (another task root is still
+    refused). Once the night's jobs succeeded, tonight's registry is copied
+    to PREFIX/registry.jsonl, from which the next night's changes are told.
 
     Tonight's report is written to PREFIX/reports/<job id>.json; once it is
     compared, PREFIX/latest.json is replaced by it, and so is
@@ -334,10 +386,10 @@ def nightly(
     job failed, its own code as `eceb-dist wait` (3, 4, 5, 6, 70; making
     tonight's run, also 9 for a spending stop or a call of unknown outcome
     and 12 for a provider that failed), 8 when it was cancelled, 75 when
-    --timeout passed first; nothing under PREFIX is then changed (but a run
-    made tonight). 3 also when the baseline is not a report or judges other
-    task or corpus roots (unless --allow-different-roots), 2 for a usage
-    error.
+    --timeout passed first; nothing under PREFIX is then changed (but the
+    files tonight's jobs wrote: its registry, benchmark and run). 3 also
+    when the baseline is not a report or judges other task or corpus roots
+    (unless --allow-different-roots), 2 for a usage error.
     """
     from eceb_worker.io.locations import Locator
     from eceb_worker.io.objects import ObjectStore
@@ -346,11 +398,13 @@ def nightly(
     _check_what_to_evaluate(run, profile_path, spend_stop)
     prefix = reports_prefix(reports)
     latest, baseline = f"{prefix}/{LATEST}", f"{prefix}/{BASELINE}"
-    for written in (latest, baseline):
+    kept_registry = f"{prefix}/{REGISTRY}"
+    for written in (latest, baseline, *((kept_registry,) if rules_path is not None else ())):
         if written in (benchmark, run):
             raise click.UsageError(f"--reports: {written} would be overwritten, and it is one of the inputs")
     if markdown is not None:
         markdown.check()
+    deadline = Deadline(timeout)
     endpoint_url = cluster_endpoint()
     making = None
     if profile_path is not None:
@@ -366,17 +420,26 @@ def nightly(
     )
     objects = ObjectStore(endpoint_url)
     locator = Locator(endpoint_url, make_store=lambda: objects)
+    registering = None
+    if rules_path is not None:
+        registering = registration(corpus, rules_path, prefix=prefix, endpoint_url=endpoint_url, objects=objects)
     compared_with = baseline if objects.exists(baseline) else latest
     previous = read_report(locator.locate(compared_with)) if objects.exists(compared_with) else None
 
+    unchanged = (baseline, latest, *((kept_registry,) if registering is not None else ()))
+    registered = None
+    if registering is not None:
+        assert rules_path is not None
+        registered = register_tonight(*registering, deadline, rules=str(rules_path), unchanged=unchanged)
+        print_changes(registered, benchmark, locator)
+        benchmark = night_benchmark(registered, benchmark, objects)
+        message = _with_benchmark(message, benchmark)
+        making = None if making is None else _with_benchmark(making, benchmark)
     if making is not None:
-        started = time.monotonic()
-        _make_tonight(making, benchmark, timeout, unchanged=(baseline, latest))
-        if timeout is not None:
-            timeout = max(timeout - (time.monotonic() - started), 0.0)
+        _make_tonight(making, benchmark, deadline.left(), unchanged=unchanged)
     cluster = submit_job(message, benchmark=benchmark, run=run)
     info(f"waiting for job {job_id}")
-    state = wait_until_ended(cluster, job_id, timeout)
+    state = wait_until_ended(cluster, job_id, deadline.left())
     exit_for(job_id, state)
     data = result_bytes(job_id, state, objects)  # checked against the digest the job recorded
     _compare_and_keep(
@@ -389,7 +452,15 @@ def nightly(
         markdown=markdown,
         thresholds=thresholds,
         allow_different_roots=allow_different_roots,
+        registered=registered,
     )
+
+
+def _with_benchmark(message: JobMessage, benchmark: str) -> JobMessage:
+    """``message`` making or evaluating with the benchmark ``benchmark`` instead."""
+    import msgspec
+
+    return msgspec.structs.replace(message, inputs=msgspec.structs.replace(message.inputs, benchmark=benchmark))
 
 
 def _compare_and_keep(
@@ -403,12 +474,18 @@ def _compare_and_keep(
     markdown: Output | None,
     thresholds: Thresholds,
     allow_different_roots: bool,
+    registered: Registered | None = None,
 ) -> None:
     """Compare ``previous`` (the baseline, at ``names[0]``; ``None`` on the
     first night) with tonight's report ``data`` (at ``names[1]``, made by
     job ``state``), print the comparison, write the Markdown, keep tonight's
-    report as ``latest.json`` and, unless it regressed, ``baseline.json``;
-    exit 10 on a regression."""
+    report as ``latest.json`` and, unless it regressed, ``baseline.json``,
+    and tonight's registry (``registered``, when the night registered its
+    corpus) as ``registry.jsonl``; exit 10 on a regression.
+
+    A night that registered its corpus compares across corpus roots (its
+    benchmark is pinned to tonight's): another corpus root is then no
+    refusal, another task root still is (unless ``allow_different_roots``)."""
     from eceb_worker.families.eceb.comparison import compare_reports
     from eceb_worker.pipeline.reports import decode_report
     from eceb_worker.render.comparison import comparison_lines, comparison_markdown, comparison_verdict
@@ -424,9 +501,16 @@ def _compare_and_keep(
         say(f"no baseline at {baseline}: the first night, nothing to compare")
         if markdown is not None:
             markdown.write([f"## eceb nightly: first night\n\nNo baseline at `{baseline}`.\n".encode()])
-        _keep(objects, data, job_id, latest, baseline)
+        _keep(objects, data, job_id, latest, baseline, registered=registered, prefix=prefix)
         return
     say(f"compared with the last accepted report, {compared_with}:")
+    if registered is not None and previous.inputs.task_root == tonight.inputs.task_root:
+        if previous.inputs.corpus_root != tonight.inputs.corpus_root:
+            say(
+                f"the corpus changed since that report (corpus root {previous.inputs.corpus_root} -> "
+                f"{tonight.inputs.corpus_root}): compared across tonight's registered corpus"
+            )
+        allow_different_roots = True
     comparison = compare_reports(
         previous, tonight, thresholds, allow_different_roots=allow_different_roots, names=(compared_with, tonight_url)
     )
@@ -438,20 +522,26 @@ def _compare_and_keep(
     if markdown is not None:
         markdown.write([comparison_markdown(comparison).encode()])
     if comparison.regressed:
-        _keep(objects, data, job_id, latest)
+        _keep(objects, data, job_id, latest, registered=registered, prefix=prefix)
         say(
             f"{baseline} unchanged: tonight regressed (accept tonight's report as the baseline with "
             f"`eceb-dist nightly-accept {job_id} --reports {prefix}/`)"
         )
         sys.exit(exit_codes.REGRESSION)
-    _keep(objects, data, job_id, latest, baseline)
+    _keep(objects, data, job_id, latest, baseline, registered=registered, prefix=prefix)
 
 
-def _keep(objects: ObjectStore, data: bytes, job_id: str, *urls: str) -> None:
-    """Write tonight's report bytes to each of ``urls`` (atomically), saying so."""
+def _keep(
+    objects: ObjectStore, data: bytes, job_id: str, *urls: str, registered: Registered | None, prefix: str
+) -> None:
+    """Write tonight's report bytes to each of ``urls`` (atomically), then
+    keep tonight's registry (``registered``; :func:`keep_registry`),
+    saying so."""
     for url in urls:
         objects.put_atomic(url, data)
         say(f"{url} now holds tonight's report (job {job_id})")
+    if registered is not None:
+        keep_registry(objects, registered, prefix)
 
 
 @exits(exit_codes.BAD_INPUT, exit_codes.STORAGE)

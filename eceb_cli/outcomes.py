@@ -36,6 +36,7 @@ __all__ = [
     "exit_for",
     "exit_for_verdict",
     "job_state",
+    "registered_verdict",
     "result_bytes",
     "status_line",
     "verification_of",
@@ -60,6 +61,8 @@ def status_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
     """One line: the job's phase, shards done of each stage, failures, how it ended."""
     if state.kind is JobKind.MAKE:
         return _making_line(job_id, state, failures)
+    if state.kind is JobKind.REGISTER:
+        return _registering_line(job_id, state, failures)
     line = f"{job_id}: {state.phase.value}; re-hash shards {state.rehash_done}/{_total(state.rehash_total)}"
     if not state.is_verification:
         line += f"; evaluation shards {state.eval_done}/{_total(state.eval_total)}"
@@ -87,6 +90,28 @@ def _making_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
     return line
 
 
+def _registering_line(job_id: str, state: JobRecord, failures: list[str]) -> str:
+    """A registration's status line: listing and hash shards, failures, how it ended."""
+    line = (
+        f"{job_id}: {state.phase.value}; listing shards {state.list_done}/{_total(state.list_total)}"
+        f"; hash batches {state.hash_done}/{_total(state.hash_total)}; failures {len(failures)}"
+    )
+    if state.phase is Phase.DONE:
+        line += f"; {registered_verdict(state)}; registry {state.out}"
+    elif state.phase is Phase.FAILED:
+        line += f"; {state.error_kind} error: {state.error}"
+    return line
+
+
+def registered_verdict(state: JobRecord) -> str:
+    """What a finished registration registered, as ``eceb corpus register`` says it."""
+    line = f"registered {state.artifact_count} artifacts ({state.registered_bytes} bytes) from {state.corpus}"
+    if state.reused:
+        hashed = (state.artifact_count or 0) - state.reused
+        line += f" (hashed {hashed}, took the digests of {state.reused} from the previous registry)"
+    return f"{line}; corpus root {state.corpus_root}"
+
+
 def made_verdict(state: JobRecord) -> str:
     """What a finished made run holds and cost: observations of executions,
     the spend known (and possible, of calls of unknown outcome)."""
@@ -105,7 +130,9 @@ def _total(total: int | None) -> str:
 
 def exit_for(job_id: str, state: JobRecord) -> None:
     """Print a failed or cancelled job's reason and exit with its code; return when done."""
-    written = "no run was written" if state.kind is JobKind.MAKE else "no report was written"
+    written = {JobKind.MAKE: "no run was written", JobKind.REGISTER: "no registry was written"}.get(
+        state.kind, "no report was written"
+    )
     if state.phase is Phase.CANCELLED:
         click.echo(f"job {job_id} was cancelled; {written}", err=True)
         sys.exit(exit_codes.JOB_CANCELLED)
@@ -165,6 +192,8 @@ def _stages(state: JobRecord) -> tuple[tuple[int, int, str], ...]:
         (state.rehash_done, state.rehash_total or 0, "re-hash"),
         (state.eval_done, state.eval_total or 0, "evaluation"),
         (state.make_done, state.make_total or 0, "execution"),
+        (state.list_done, state.list_total or 0, "listing"),
+        (state.hash_done, state.hash_total or 0, "hash"),
     )
 
 
@@ -285,5 +314,7 @@ def exit_for_verdict(state: JobRecord) -> None:
     elif state.kind is JobKind.MAKE:
         if state.observations != state.executions:
             sys.exit(exit_codes.TASKS_FAILED)
+    elif state.kind is JobKind.REGISTER:
+        return
     elif state.passing_tasks != state.total_tasks:
         sys.exit(exit_codes.TASKS_FAILED)

@@ -124,6 +124,8 @@ def check_submission(message: JobMessage) -> None:
     if not urls and not message.out:
         return
     store = ObjectStore(inputs.endpoint_url)
+    if message.registration is not None:
+        _check_listed_bucket(store, message)
     missing = [
         Problem(
             file=url,
@@ -148,6 +150,18 @@ def check_submission(message: JobMessage) -> None:
         check_corpus_prefix(store, registry, message.corpus.source)
     if message.out:
         store.check_writable(message.out)
+
+
+def _check_listed_bucket(store: ObjectStore, message: JobMessage) -> None:
+    """Refuse a corpus to register in a bucket that does not exist, as
+    listing it would (:class:`~eceb_worker.errors.NoSuchBucketError`, exit
+    5, worded as ``eceb corpus register`` words it)."""
+    from eceb_worker.core.urls import parse_s3_url
+    from eceb_worker.errors import NoSuchBucketError
+
+    bucket, _ = parse_s3_url(message.corpus.source)
+    if not store.bucket_exists(f"s3://{bucket}/probe"):
+        raise NoSuchBucketError(f"{message.corpus.location}: cannot list (NoSuchBucket)")
 
 
 REGISTRY_HEAD_BYTES: Final = 64 * 1024

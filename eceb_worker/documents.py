@@ -18,6 +18,8 @@ import msgspec
 
 from eceb_worker.core.schemas import render_schema
 from eceb_worker.corpus.artifacts import REGISTRY_SCHEMA, RULES_SCHEMA, VERIFICATION_SCHEMA, Artifact, RegistryHeader
+from eceb_worker.corpus.diff import CORPUS_DIFF_SCHEMA, CorpusDiff
+from eceb_worker.corpus.incremental import LISTING_SCHEMA, ListingEntry, ListingHeader
 from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.verification import VerificationReport
 from eceb_worker.errors import Problem
@@ -36,8 +38,11 @@ from eceb_worker.families.paired.family import FAMILY as PAIRED
 
 __all__ = [
     "ARTIFACT",
+    "CORPUS_DIFF",
     "DOCUMENTS",
     "FILES",
+    "LISTING",
+    "LISTING_ENTRY",
     "REGISTRY",
     "RULES",
     "VERIFICATION",
@@ -53,6 +58,12 @@ ARTIFACT: Final = Document("artifact", REGISTRY_SCHEMA, "artifact-v0.1.json", Ar
 """One artifact line of a registry (not a file of its own)."""
 VERIFICATION: Final = Document("verification", VERIFICATION_SCHEMA, "verification-v0.1.json", VerificationReport)
 RULES: Final = Document("rules", RULES_SCHEMA, "rules-v0.1.json", RulesFile)
+LISTING: Final = Document("listing", LISTING_SCHEMA, "listing-header-v0.1.json", ListingHeader)
+"""A registry's listing snapshot (``REGISTRY_STEM.listing.jsonl``): a header line, then entry lines."""
+LISTING_ENTRY: Final = Document("listing-entry", LISTING_SCHEMA, "listing-entry-v0.1.json", ListingEntry)
+"""One entry line of a listing snapshot (not a file of its own)."""
+CORPUS_DIFF: Final = Document("corpus-diff", CORPUS_DIFF_SCHEMA, "corpus-diff-v0.1.json", CorpusDiff)
+"""What ``eceb corpus diff --json`` prints: two registries compared (not a file eceb reads)."""
 
 FILES: Final[tuple[Document, ...]] = (
     REGISTRY,
@@ -69,6 +80,9 @@ FILES: Final[tuple[Document, ...]] = (
 DOCUMENTS: Final[tuple[Document, ...]] = (
     *FILES,
     ARTIFACT,
+    LISTING,
+    LISTING_ENTRY,
+    CORPUS_DIFF,
     COMPARISON,
     CONTEXT_REQUEST,
     CONTEXT_RESPONSE,

@@ -28,6 +28,8 @@ class Phase(enum.Enum):
     VERIFYING = "verifying"
     EVALUATING = "evaluating"
     MAKING = "making"
+    LISTING = "listing"
+    HASHING = "hashing"
     WRITING = "writing"
     DONE = "done"
     FAILED = "failed"
@@ -38,6 +40,10 @@ class Phase(enum.Enum):
         """The phase of a job running ``stage``."""
         if stage is Stage.MAKE:
             return cls.MAKING
+        if stage is Stage.LIST:
+            return cls.LISTING
+        if stage is Stage.HASH:
+            return cls.HASHING
         return cls.EVALUATING if stage is Stage.EVALUATE else cls.VERIFYING
 
     @property
@@ -87,6 +93,13 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
             the observations its run holds.
         spent_micro_usd, possible_micro_usd: a made run's spend once done:
             known, and possible beyond it (upper bounds of calls of unknown outcome).
+        rules: a registration's rules file, as submitted (``""`` otherwise).
+        list_done, list_total, hash_done, hash_total: a registration's
+            listing and hash shards done and planned.
+        artifact_count, registered_bytes, corpus_root: a registration's
+            registry once done: its artifacts, their bytes, its corpus root.
+        reused: a registration's artifacts whose digest a previous
+            registry gave (``--previous``), once done.
     """
 
     job_id: str
@@ -121,6 +134,15 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     observations: int | None = None
     spent_micro_usd: int | None = None
     possible_micro_usd: int | None = None
+    rules: str = ""
+    list_done: int = 0
+    list_total: int | None = None
+    hash_done: int = 0
+    hash_total: int | None = None
+    artifact_count: int | None = None
+    registered_bytes: int | None = None
+    reused: int | None = None
+    corpus_root: str | None = None
 
     @property
     def is_verification(self) -> bool:
@@ -130,13 +152,14 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def shards(self) -> tuple[int, int]:
         """Shards done and planned so far, every stage together (a stage not yet planned counts none)."""
-        done = self.rehash_done + self.eval_done + self.make_done
-        return done, (self.rehash_total or 0) + (self.eval_total or 0) + (self.make_total or 0)
+        done = self.rehash_done + self.eval_done + self.make_done + self.list_done + self.hash_done
+        totals = (self.rehash_total, self.eval_total, self.make_total, self.list_total, self.hash_total)
+        return done, sum(total or 0 for total in totals)
 
 
 _INTEGER: Final = re.compile(r"-?[0-9]+")
-_TEXTS: Final = ("benchmark", "run", "registry", "corpus", "out", "coordinator", "journal")
-_OPTIONAL_TEXTS: Final = ("error_kind", "error", "report_digest")
+_TEXTS: Final = ("benchmark", "run", "registry", "corpus", "out", "coordinator", "journal", "rules")
+_OPTIONAL_TEXTS: Final = ("error_kind", "error", "report_digest", "corpus_root")
 _INTEGERS: Final = (
     "created",
     "updated",
@@ -153,6 +176,13 @@ _INTEGERS: Final = (
     "observations",
     "spent_micro_usd",
     "possible_micro_usd",
+    "list_done",
+    "list_total",
+    "hash_done",
+    "hash_total",
+    "artifact_count",
+    "registered_bytes",
+    "reused",
 )
 
 

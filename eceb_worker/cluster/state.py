@@ -21,9 +21,21 @@ __all__ = ["JOB_TTL_S", "TERMINAL_PHASES", "JobRecord", "JobStore", "Phase", "de
 JOB_TTL_S: Final = 7 * 24 * 3600
 """A job's state is kept a week after its last change."""
 """The phases of a job that has ended (nothing changes it any more)."""
-DONE_FIELDS: Final = {Stage.REHASH: "rehash_done", Stage.EVALUATE: "eval_done", Stage.MAKE: "make_done"}
+DONE_FIELDS: Final = {
+    Stage.REHASH: "rehash_done",
+    Stage.EVALUATE: "eval_done",
+    Stage.MAKE: "make_done",
+    Stage.LIST: "list_done",
+    Stage.HASH: "hash_done",
+}
 """The set of shard indexes done, per stage (``eceb:job:<id>:<field>``)."""
-TOTAL_FIELDS: Final = {Stage.REHASH: "rehash_total", Stage.EVALUATE: "eval_total", Stage.MAKE: "make_total"}
+TOTAL_FIELDS: Final = {
+    Stage.REHASH: "rehash_total",
+    Stage.EVALUATE: "eval_total",
+    Stage.MAKE: "make_total",
+    Stage.LIST: "list_total",
+    Stage.HASH: "hash_total",
+}
 """The number of shards planned, per stage."""
 _DONE_FIELDS: Final = tuple(DONE_FIELDS.values())
 _LISTS: Final = ("failures", *_DONE_FIELDS)

@@ -40,12 +40,16 @@ SHARD_TASKS: Final = {
     Stage.REHASH: "eceb.job_rehash_shard",
     Stage.EVALUATE: "eceb.evaluate_shard",
     Stage.MAKE: "eceb.make_shard",
+    Stage.LIST: "eceb.list_shard",
+    Stage.HASH: "eceb.hash_shard",
 }
 """The task that runs one shard of each stage."""
 REDUCE_TASKS: Final = {
     Stage.REHASH: "eceb.job_verified",
     Stage.EVALUATE: "eceb.job_finish",
     Stage.MAKE: "eceb.run_finish",
+    Stage.LIST: "eceb.register_listed",
+    Stage.HASH: "eceb.register_finish",
 }
 """The task that reduces each stage's answers (published by its last shard to answer)."""
 

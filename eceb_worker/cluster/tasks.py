@@ -51,6 +51,7 @@ a worker configured with none uses the one that came with the job.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -77,8 +78,10 @@ from eceb_worker.errors import ErrorKind, InputError, Problem, StorageError, Ver
 from eceb_worker.families.eceb.report import encode_report
 from eceb_worker.pipeline.jobs import Finished, Job, MapStage
 from eceb_worker.pipeline.messages import (
+    HashRangeAnswer,
     JobKind,
     JobMessage,
+    ListAnswer,
     RehashAnswer,
     RehashTask,
     ShardAnswer,
@@ -187,6 +190,7 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], step: str, bo
     worker cannot read included (sent by another version of eceb)."""
     store = JobStore.of(task.app)
     job_id = str(message.get("job_id", "")) if isinstance(message, dict) else ""
+    job: Job | None = None
     with _leased(task, job_id, step) as work:
         try:
             check_delivery(task)
@@ -195,6 +199,8 @@ def _step(task: Any, policy: RetryPolicy, message: dict[str, Any], step: str, bo
         except Exception as exc:
             _retry(task, policy, exc, step, job_id)
             _fail(store, job_id, exc)
+            if job is not None and job.message.kind is JobKind.REGISTER:
+                _discard_parts(job.message)  # a failed registration leaves no partial
         work.finish(job_id, step)
 
 
@@ -255,6 +261,9 @@ def _finish(store: JobStore, message: JobMessage, finished: Finished) -> None:
     if message.kind is JobKind.MAKE:
         _made(store, message, finished)
         return
+    if message.kind is JobKind.REGISTER:
+        _registered(store, message, finished)
+        return
     if message.kind is JobKind.EVALUATE:
         assert finished.report is not None
         data = encode_report(finished.report)
@@ -311,6 +320,45 @@ def _made(store: JobStore, message: JobMessage, finished: Finished) -> None:
             objects.delete(url)
 
 
+def _registered(store: JobStore, message: JobMessage, finished: Finished) -> None:
+    """A registration's end: its registry is written (by the reduce);
+    record its digest and figures, then delete the partials. A job
+    cancelled meanwhile leaves no registry."""
+    registered = finished.registered
+    assert registered is not None
+    fields: dict[str, str | int] = {
+        "report_digest": registered.registry_digest,
+        "artifact_count": registered.artifact_count,
+        "registered_bytes": registered.size_bytes,
+        "corpus_root": registered.corpus_root,
+        "reused": registered.reused,
+    }
+    _logger.info("job done: %d artifacts registered", registered.artifact_count)
+    if not store.update(message.job_id, phase=Phase.DONE.value, **fields) and _cancelled(store, message.job_id):
+        WORKSPACE.object_store(message.corpus.endpoint_url).delete(message.out)
+    _discard_parts(message)
+
+
+def _discard_parts(message: JobMessage) -> None:
+    """Delete a registration's partials, as far as storage lets."""
+    from eceb_worker.pipeline.register_job import discard_parts
+
+    discard_parts(WORKSPACE.object_store(message.corpus.endpoint_url).client, message.out, message.job_id)
+
+
+def _discard_partial(store: JobStore, job_id: str, shard: Any, answer: ShardAnswer) -> None:
+    """Delete the partial a registration's shard wrote when its job ended
+    meanwhile: cancelled (``eceb-dist cancel`` deletes those written before
+    it: between the two, none is left), failed, or done (a copy of the
+    shard that ran late: the registry was merged without it)."""
+    partial = answer.partial if isinstance(answer, (ListAnswer, HashRangeAnswer)) else ""
+    if partial and store.finished(job_id):
+        from eceb_worker.errors import OutputError
+
+        with contextlib.suppress(StorageError, OutputError):
+            WORKSPACE.object_store(shard.corpus.endpoint_url).delete(partial)
+
+
 def _cancelled(store: JobStore, job_id: str) -> bool:
     return store.phase(job_id) is Phase.CANCELLED
 
@@ -349,7 +397,9 @@ def run_shard(task: Any, policy: RetryPolicy, message: dict[str, Any]) -> None:
         else:
             store.advance(job_id, stage, index)
         work.answer(job_id, stage.value, index, msgspec.json.encode(answer))
+    _discard_partial(store, job_id, shard, answer)
     hashed = answer.verification.bytes_hashed if isinstance(answer, RehashAnswer) else 0
+    hashed = answer.bytes_hashed if isinstance(answer, HashRangeAnswer) else hashed
     failed = isinstance(answer, ShardFailed)
     metrics.shard_answered(stage.value, failed=failed, bytes_hashed=hashed, seconds=time.monotonic() - started)
     publish_reduce(work, sender(task.app, policy), job_id, stage.value)
@@ -365,6 +415,8 @@ def reduce_stage(task: Any, policy: RetryPolicy, message: dict[str, Any], stage:
 
     def after(job: Job) -> MapStage | Finished:
         answers = [_ANSWER.decode(raw) for raw in work.answers(job_id, stage)]
+        if job.message.kind is JobKind.REGISTER and stage == Stage.HASH.value:
+            JobStore.of(task.app).update(job_id, phase=Phase.WRITING.value)  # the merge writes the registry
         return job.after(Stage(stage), answers)
 
     _step(task, policy, message, reduce_step(stage), after)

@@ -16,6 +16,7 @@ import msgspec
 
 from eceb_worker.cluster.state import TERMINAL_PHASES, JobRecord
 from eceb_worker.cluster.steps import COORDINATE, Progress, Step, step_stage
+from eceb_worker.pipeline.messages import Stage
 
 __all__ = [
     "JobStatus",
@@ -41,9 +42,11 @@ class JobSummary(msgspec.Struct, frozen=True, kw_only=True):
 
     Fields:
         job_id: its id (32 hex characters).
-        kind: ``evaluate`` (``eceb-dist submit``) or ``verify``.
+        kind: ``evaluate`` (``eceb-dist submit``), ``verify``, ``make``
+            (``eceb-dist run``) or ``register``.
         phase: where it stands (``queued``, ``loading``, ``verifying``,
-            ``evaluating``, ``writing``, ``done``, ``failed``, ``cancelled``).
+            ``evaluating``, ``making``, ``listing``, ``hashing``,
+            ``writing``, ``done``, ``failed``, ``cancelled``).
         started_at: when it was submitted (its clock starts when it is
             queued), RFC 3339 UTC (``2025-01-31T02:00:00Z``); None when not recorded.
         ended_at: when it ended, likewise; None while it runs.
@@ -128,6 +131,11 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
         live_workers: the workers heard from lately (none: nothing runs it).
         make_done, make_total: a made run's execution shards done and planned.
         making: a made run's calls and spend (``None`` for other jobs).
+        rules: a registration's rules file, as submitted.
+        list_done, list_total, hash_done, hash_total: a registration's
+            listing and hash shards done and planned.
+        artifact_count, registered_bytes, corpus_root: a registration's
+            registry once done.
     """
 
     rehash_done: int
@@ -152,6 +160,14 @@ class JobStatus(JobSummary, frozen=True, kw_only=True):
     make_done: int = 0
     make_total: int | None = None
     making: MakingStatus | None = None
+    rules: str = ""
+    list_done: int = 0
+    list_total: int | None = None
+    hash_done: int = 0
+    hash_total: int | None = None
+    artifact_count: int | None = None
+    registered_bytes: int | None = None
+    corpus_root: str | None = None
 
 
 def rfc3339(seconds: int) -> str:
@@ -182,13 +198,28 @@ def job_summary(record: JobRecord, now_s: int) -> JobSummary:
 
 def step_name(step: str) -> str:
     """What messages call a step: ``re-hash shard 7``, ``evaluation shard 0``,
-    ``the first step``, ``the reduce of the re-hash``."""
+    ``listing shard 2``, ``the first step``, ``the reduce of the re-hash``."""
     shard = step_stage(step)
     if shard is not None:
-        return f"{'re-hash' if shard[0] == 'rehash' else 'evaluation'} shard {shard[1]}"
+        try:
+            return f"{Stage(shard[0]).shard_name} {shard[1]}"
+        except ValueError:  # a stage of another version of eceb
+            return f"{shard[0]} shard {shard[1]}"
     if step == COORDINATE:
         return "the first step"
-    return "the reduce of the " + ("re-hash" if step.endswith(":rehash") else "evaluation")
+    return "the reduce of the " + _REDUCED.get(step.removeprefix("reduce:"), step.removeprefix("reduce:"))
+
+
+_REDUCED: Final = {
+    "rehash": "re-hash",
+    "evaluate": "evaluation",
+    "make": "executions",
+    "list": "listing",
+    "hash": "hashing",
+}
+"""What the reduce of each stage is called in messages."""
+_STAGE_ORDER: Final = ("rehash", "evaluate", "make", "list", "hash")
+"""The stages in the order a job runs them (a job runs some of them)."""
 
 
 def waiting_steps(steps: Mapping[str, Step], progress: Progress, now_ms: int) -> list[StepState]:
@@ -223,12 +254,16 @@ def waiting_steps(steps: Mapping[str, Step], progress: Progress, now_ms: int) ->
 
 
 def _step_order(step: str) -> tuple[int, int, str]:
+    """Steps in the order a job runs them: the first step, then each
+    stage's shards (by index) and its reduce."""
     shard = step_stage(step)
     if step == COORDINATE:
         return (0, 0, step)
+    stage = shard[0] if shard is not None else step.removeprefix("reduce:")
+    rank = _STAGE_ORDER.index(stage) if stage in _STAGE_ORDER else len(_STAGE_ORDER)
     if shard is not None:
-        return (1 if shard[0] == "rehash" else 3, shard[1], step)
-    return (2 if step.endswith(":rehash") else 4, 0, step)
+        return (1 + 2 * rank, shard[1], step)
+    return (2 + 2 * rank, 0, step)
 
 
 def waiting_lines(waiting: Iterable[StepState], count: int, live_workers: Iterable[str], phase: str) -> list[str]:
@@ -296,6 +331,14 @@ def job_status(
         make_done=record.make_done,
         make_total=record.make_total,
         making=making,
+        rules=record.rules,
+        list_done=record.list_done,
+        list_total=record.list_total,
+        hash_done=record.hash_done,
+        hash_total=record.hash_total,
+        artifact_count=record.artifact_count,
+        registered_bytes=record.registered_bytes,
+        corpus_root=record.corpus_root,
         live_workers=tuple(live_workers),
     )
 

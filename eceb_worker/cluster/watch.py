@@ -131,7 +131,7 @@ def watch_job(work: WorkStore, jobs: JobStore, send: Send, job_id: str, queued: 
         if publish_step(work, send, job_id, step, steps[step], again=True):
             _logger.warning("job %s: %s published again (%s)", job_id, step_name(step), why)
             done.append(f"{step} ({why})")
-    for stage in ("rehash", "evaluate"):
+    for stage in (planned.value for planned in SHARD_TASKS):
         if publish_reduce(work, send, job_id, stage):
             done.append(f"{reduce_step(stage)} (complete)")
     return done

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Final, Literal
 
 import msgspec
@@ -37,7 +37,16 @@ from eceb_worker.core.paths import printable_path
 from eceb_worker.corpus.artifacts import Classification, SourceKind
 from eceb_worker.errors import InputError, Problem
 
-__all__ = ["RulesFile", "classify", "classify_all", "excluded", "group_unclassified", "parse_rules"]
+__all__ = [
+    "RulesFile",
+    "classify",
+    "classify_all",
+    "excluded",
+    "group_problems",
+    "group_unclassified",
+    "parse_rules",
+    "unclassified_where",
+]
 
 _FLAGS: Final = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
 
@@ -200,31 +209,48 @@ def group_unclassified(problems: Iterable[Problem], rules_name: str, *, hint: st
             others.append(problem)
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for path, missing in lacking.items():
-        top, slash, _ = path.partition("/")
-        key = (top + slash if slash else "", tuple(f for f in _NEEDS if f in missing))  # "": the top level
+        key = (unclassified_where(path), tuple(f for f in _NEEDS if f in missing))
         groups.setdefault(key, []).append(path)
     grouped: list[Problem] = []
     for (where, needs), paths in sorted(groups.items()):
         paths.sort()
-        if len(paths) == 1:
-            grouped.extend(
-                Problem(file=rules_name, record=paths[0], field=f, message=f"no rule gives this file a {f}")
-                for f in needs
-            )
-            continue
-        shown = ", ".join(paths[:UNCLASSIFIED_EXAMPLES])
-        rest = len(paths) - UNCLASSIFIED_EXAMPLES
-        examples = f"{shown} and {rest:,} more" if rest > 0 else shown
-        wanted = " and a ".join(needs)
-        grouped.append(
-            Problem(
-                file=rules_name,
-                record=f"{len(paths):,} files under {where}" if where else f"{len(paths):,} files at the top level",
-                field=needs[0] if len(needs) == 1 else "",
-                message=f"no rule gives them a {wanted}: {examples}{hint}",
-            )
-        )
+        grouped += group_problems(where, needs, paths[:UNCLASSIFIED_EXAMPLES], len(paths), rules_name, hint=hint)
     return others + grouped
+
+
+def unclassified_where(path: str) -> str:
+    """The group of an unclassified file's printable ``path``
+    (:func:`group_unclassified`): its top-level directory with its ``/``
+    (``"docs/"``), ``""`` for a file at the top level."""
+    top, slash, _ = path.partition("/")
+    return top + slash if slash else ""
+
+
+def group_problems(
+    where: str, needs: tuple[str, ...], first: Sequence[str], count: int, rules_name: str, *, hint: str = ""
+) -> list[Problem]:
+    """The problems :func:`group_unclassified` lists for one group: the
+    ``count`` files under ``where`` (:func:`unclassified_where`) lacking
+    ``needs`` (``kind``, ``classification`` or both, in that order), whose
+    first printable paths in sorted order are ``first`` (at least
+    :data:`UNCLASSIFIED_EXAMPLES` of them, or all). A group of one file
+    keeps that file's own problems."""
+    if count == 1:
+        return [
+            Problem(file=rules_name, record=first[0], field=f, message=f"no rule gives this file a {f}") for f in needs
+        ]
+    shown = ", ".join(first[:UNCLASSIFIED_EXAMPLES])
+    rest = count - UNCLASSIFIED_EXAMPLES
+    examples = f"{shown} and {rest:,} more" if rest > 0 else shown
+    wanted = " and a ".join(needs)
+    return [
+        Problem(
+            file=rules_name,
+            record=f"{count:,} files under {where}" if where else f"{count:,} files at the top level",
+            field=needs[0] if len(needs) == 1 else "",
+            message=f"no rule gives them a {wanted}: {examples}{hint}",
+        )
+    ]
 
 
 def classify(rules: RulesFile, paths: Iterable[str], *, rules_name: str) -> list[Classified]:

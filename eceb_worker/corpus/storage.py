@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Protocol
 
 import msgspec
@@ -44,8 +45,13 @@ class StorageSpec(msgspec.Struct, frozen=True, kw_only=True):
         return s3_location(self.source) if self.is_s3 else self.source
 
 
-class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry found when listing a corpus.
+class ListedEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One entry found when listing a corpus, with what identifies its
+    version without reading it (None where the listing does not tell):
+    for an S3 object its ETag and LastModified, as ListObjectsV2 gives them;
+    for a local file its modification time, status change time and inode
+    (a file replaced or written again gets a new ctime, which cannot be set
+    back; a file replaced by a rename gets a new inode).
 
     Fields:
         path: corpus-relative path, ``/``-separated (may be non-portable:
@@ -53,11 +59,21 @@ class ListedEntry(msgspec.Struct, frozen=True, kw_only=True):
         size_bytes: length in bytes, or -1 when unknown.
         refusal: why the entry cannot be registered (e.g. a symbolic link to
             a directory); ``""`` when it can.
+        etag: the S3 object's ETag, as listed (quotes included).
+        last_modified: the S3 object's LastModified (UTC).
+        mtime_ns: the local file's ``st_mtime_ns`` (ns since the Unix epoch).
+        ctime_ns: the local file's ``st_ctime_ns`` (ns since the Unix epoch).
+        inode: the local file's ``st_ino``.
     """
 
     path: str
     size_bytes: int
     refusal: str = ""
+    etag: str | None = None
+    last_modified: datetime | None = None
+    mtime_ns: int | None = None
+    ctime_ns: int | None = None
+    inode: int | None = None
 
 
 class ByteSink(Protocol):

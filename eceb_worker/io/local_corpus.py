@@ -277,7 +277,8 @@ class LocalStorage:
         return -1
 
     def list_entries(self) -> Iterator[ListedEntry]:
-        """Every regular file under ``root`` (symbolic links to files included).
+        """Every regular file under ``root`` (symbolic links to files included),
+        with its size, mtime, ctime and inode (of the file a link leads to).
 
         Symbolic links to directories are not followed: each is listed with a
         refusal. Raises ``StorageError`` when ``root`` cannot be walked.
@@ -304,7 +305,13 @@ class LocalStorage:
                     yield ListedEntry(path=prefix + name, size_bytes=-1)
                     continue
                 if stat.S_ISREG(info.st_mode):
-                    yield ListedEntry(path=prefix + name, size_bytes=info.st_size)
+                    yield ListedEntry(
+                        path=prefix + name,
+                        size_bytes=info.st_size,
+                        mtime_ns=info.st_mtime_ns,
+                        ctime_ns=info.st_ctime_ns,
+                        inode=info.st_ino,
+                    )
                 else:
                     yield ListedEntry(path=prefix + name, size_bytes=-1, refusal="not a regular file")
 

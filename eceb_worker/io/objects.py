@@ -28,6 +28,7 @@ from eceb_worker.io.s3 import (
     error_code,
     make_s3_client,
     s3_error,
+    upload_file,
 )
 from eceb_worker.io.s3_reads import ResumableBody, read_body, read_checked, read_object
 
@@ -217,15 +218,7 @@ class ObjectStore:
         the file)."""
 
         def upload(bucket: str, temporary: str) -> None:
-            from boto3.exceptions import S3UploadFailedError
-
-            try:  # parts read from the file as they are sent (an open file's would be buffered ahead)
-                self.client.upload_file(str(path), bucket, temporary)
-            except S3UploadFailedError as exc:
-                cause = exc.__context__
-                if isinstance(cause, REQUEST_ERRORS):
-                    raise cause from None  # mapped as any request's failure
-                raise OutputError(f"{url}: cannot write ({type(exc).__name__})") from None
+            upload_file(self.client, str(path), bucket, temporary)
 
         self._replace(url, upload)
 

@@ -63,6 +63,7 @@ from eceb_worker.io.observers import watch_client
 from eceb_worker.settings import read_setting
 
 __all__ = [
+    "upload_file",
     "CHECKSUM_FAILED",
     "STREAM_BROKEN",
     "CHUNK_BYTES",
@@ -380,3 +381,20 @@ def map_reads(function: Callable[[int], T], count: int, workers: int) -> list[T]
     if errors:
         raise errors[min(errors)]
     return results  # type: ignore[return-value]  # every position was filled
+
+
+def upload_file(client: Any, path: str, bucket: str, key: str) -> None:
+    """Upload the local file ``path`` to ``bucket``/``key`` through boto3's
+    transfer manager (in parts when large, each read from the file as it is
+    sent). A request's failure is raised as the request's own error (one of
+    :data:`REQUEST_ERRORS`, which :func:`s3_error` maps), not wrapped in
+    boto3's ``S3UploadFailedError``."""
+    from boto3.exceptions import S3UploadFailedError
+
+    try:
+        client.upload_file(path, bucket, key)
+    except S3UploadFailedError as exc:
+        cause = exc.__context__
+        if isinstance(cause, REQUEST_ERRORS):
+            raise cause from None
+        raise botocore.exceptions.BotoCoreError() from None

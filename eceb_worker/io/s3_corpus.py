@@ -19,7 +19,6 @@ from eceb_worker.io.s3 import (
     DEFAULT_CONCURRENCY,
     FAILURES,
     REQUEST_ATTEMPTS,
-    REQUEST_ERRORS,
     Role,
     check_endpoint,
     describe_endpoint,
@@ -149,18 +148,15 @@ class S3Storage:
         return map_reads(one, len(paths), self._concurrency)
 
     def list_entries(self) -> Iterator[ListedEntry]:
-        """Every object under the prefix (paginated, 1,000 keys a page).
+        """Every object under the prefix (paginated, 1,000 keys a page), in
+        the listing's order (keys in UTF-8 binary order), with its size,
+        ETag and LastModified as listed (keys come URL-encoded on the wire
+        and are decoded by botocore).
 
         Raises ``StorageError`` when the bucket cannot be listed.
         """
+        from eceb_worker.corpus.registration import ListingShard
+        from eceb_worker.io.s3_listing import list_range
+
         prefix = f"{self._prefix}/" if self._prefix else ""
-        paginator = self._client.get_paginator("list_objects_v2")
-        try:
-            for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
-                for item in page.get("Contents", []):
-                    key = item["Key"]
-                    if key.endswith("/"):
-                        continue
-                    yield ListedEntry(path=key[len(prefix) :], size_bytes=int(item["Size"]))
-        except REQUEST_ERRORS as exc:
-            raise s3_error(exc, Role.LISTING, self.location, endpoint=self._endpoint) from None
+        return list_range(self._client, self._bucket, prefix, ListingShard(index=0), where=self.location)

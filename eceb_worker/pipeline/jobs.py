@@ -19,8 +19,10 @@ cluster the coordinator scans the registry and keeps no artifact.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
 import msgspec
@@ -29,6 +31,7 @@ from eceb_worker import __version__
 from eceb_worker.core.urls import parse_s3_url
 from eceb_worker.corpus.artifacts import Artifact
 from eceb_worker.corpus.planning import DEFAULT_FILE_COST_BYTES, RehashShard, plan_rehash
+from eceb_worker.corpus.registration import Registered
 from eceb_worker.corpus.registry import Registry
 from eceb_worker.corpus.verification import (
     ExpectedArtifact,
@@ -61,9 +64,12 @@ from eceb_worker.pipeline.messages import (
     CheckedRegistry,
     EvaluateAnswer,
     EvaluateTask,
+    HashRangeAnswer,
     JobKind,
     JobMessage,
+    ListAnswer,
     MakeAnswer,
+    RegistrationOptions,
     RehashAnswer,
     RehashTask,
     ShardAnswer,
@@ -72,6 +78,8 @@ from eceb_worker.pipeline.messages import (
     Stage,
 )
 from eceb_worker.pipeline.shards import Held, Prepared, Workspace
+
+_logger = logging.getLogger("eceb.jobs")
 
 SCAN_COST: Final = 16
 """What scanning a byte for disclosures costs on one core, in bytes hashed
@@ -106,12 +114,14 @@ class MapStage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Finished(msgspec.Struct, frozen=True, kw_only=True):
-    """A job's result: the verification report, an evaluation's report, or
-    a made run's summary (its run, transcripts and judgments written)."""
+    """A job's result: the verification report, an evaluation's report, a
+    made run's summary (its run, transcripts and judgments written), or
+    the registry a registration wrote."""
 
     verification: VerificationReport | None = None
     report: Report | None = None
     made: MadeSummary | None = None
+    registered: Registered | None = None
 
 
 AnswerCallback = Callable[[ShardAnswer], object]
@@ -155,6 +165,8 @@ class Job:
         """
         if self.message.kind is JobKind.MAKE:
             return self._plan_making()
+        if self.message.kind is JobKind.REGISTER:
+            return self._plan_listing()
         if self.held is not None:
             # Held whole: each task carries its artifacts (no byte ranges are needed).
             registry = self.held.registry
@@ -266,6 +278,10 @@ class Job:
             return self._verified(_collect(answers, self.registry.rehash_shards, stage, RehashAnswer))
         if stage is Stage.MAKE:
             return Finished(made=self._made(answers))
+        if stage is Stage.LIST:
+            return self._listed(answers)
+        if stage is Stage.HASH and self.message.kind is JobKind.REGISTER:
+            return Finished(registered=self._registered(answers))
         if stage is Stage.EVALUATE:
             prepared = self.workspace.prepared(self.message.inputs)
             total = len(self._evaluation_plan(prepared))
@@ -321,6 +337,82 @@ class Job:
         self.message = msgspec.structs.replace(message, making=making)
         self.workspace.making_services().journal(making.journal_id, binding_of(making, registry.corpus_root), bind=True)
         return MapStage(stage=Stage.MAKE, tasks=list(tasks))
+
+    def _plan_listing(self) -> MapStage:
+        """A registration's first step: refuse an output under the corpus,
+        then plan the listing shards (key ranges of the corpus prefix)."""
+        from eceb_worker.pipeline.register_job import check_output, plan_listing
+
+        message = self.message
+        registration = message.registration
+        if registration is None:
+            raise ValueError("a registration's job message carries no registration options")
+        check_output(message)
+        registration = self._previous(registration)
+        message = msgspec.structs.replace(message, registration=registration)
+        tasks = plan_listing(message, self.workspace.object_store(message.corpus.endpoint_url).client)
+        registration = msgspec.structs.replace(registration, listing_shards=len(tasks))
+        self.message = msgspec.structs.replace(message, registration=registration)
+        return MapStage(stage=Stage.LIST, tasks=list(tasks))
+
+    def _previous(self, registration: RegistrationOptions) -> RegistrationOptions:
+        """The listing's start, and an incremental registration's previous
+        registry checked and its listing snapshot found beside it (bound to
+        it by digest: one that is missing or made for other bytes is not
+        used, said in the worker's log, and every object is hashed); their
+        versions recorded for the shards."""
+        from eceb_worker.corpus.incremental import settled_before
+        from eceb_worker.pipeline.previous import open_previous
+
+        started = datetime.now(UTC)
+        if not registration.previous:
+            return msgspec.structs.replace(registration, listed_at=started)
+        locator = self.workspace.locator(self.message.corpus.endpoint_url)
+        previous = open_previous(registration.previous, locator, on_warning=_logger.warning)
+        if previous.listing is None or previous.header is None:
+            return msgspec.structs.replace(registration, listed_at=started, previous_listing="")
+        return msgspec.structs.replace(
+            registration,
+            listed_at=started,
+            previous_listing=previous.listing.name,
+            previous_etags=tuple(sorted(locator.etags.items())),
+            settled=settled_before(previous.header),
+        )
+
+    def _listed(self, answers: Sequence[ShardAnswer]) -> MapStage:
+        """A registration's listing reduced: its problems fail the job, or
+        the hash shards are planned over the listing partials."""
+        from eceb_worker.pipeline.register_job import plan_hashing
+
+        message = self.message
+        registration = message.registration
+        assert registration is not None
+        _raise_failed(answers, Stage.LIST, registration.listing_shards)
+        listed = [a for a in answers if isinstance(a, ListAnswer)]
+        tasks, rows = plan_hashing(message, listed)
+        partials = tuple(a.partial for a in sorted(listed, key=lambda a: a.index) if a.partial)
+        registration = msgspec.structs.replace(
+            registration, hash_shards=len(tasks), artifact_count=rows, listing_partials=partials
+        )
+        self.message = msgspec.structs.replace(message, registration=registration)
+        return MapStage(stage=Stage.HASH, tasks=list(tasks))
+
+    def _registered(self, answers: Sequence[ShardAnswer]) -> Registered:
+        """A registration's hashing reduced: the registry merged from the
+        partials and written (:func:`~eceb_worker.pipeline.register_job.finish_registration`)."""
+        from eceb_worker.pipeline.register_job import finish_registration
+
+        message = self.message
+        registration = message.registration
+        assert registration is not None
+        _raise_failed(answers, Stage.HASH, registration.hash_shards)
+        store = self.workspace.object_store(message.corpus.endpoint_url)
+        return finish_registration(
+            message,
+            [a for a in answers if isinstance(a, HashRangeAnswer)],
+            read=lambda url: store.get(url)[0],
+            upload=store.put_file_atomic,
+        )
 
     def _check_corpus(self, first: Sequence[Artifact]) -> None:
         """Refuse (``StorageError``, before the journal is bound or any
@@ -413,6 +505,15 @@ def _failure(failed: Sequence[ShardFailed]) -> EcebError:
     if first.kind is ErrorKind.PROVIDER:
         return ProviderError(message, party="provider", transient=False)
     return ShardFailedError(message)
+
+
+def _raise_failed(answers: Sequence[ShardAnswer], stage: Stage, total: int) -> None:
+    """Raise ``ShardFailedError`` naming the first shard of ``stage`` that
+    failed (in plan order), when one did."""
+    failed = [a for a in answers if isinstance(a, ShardFailed)]
+    if failed:
+        first = min(failed, key=lambda answer: answer.index)
+        raise ShardFailedError(f"{len(failed)} of {total} {stage.shard_name}s failed; first: {first.message}")
 
 
 def _expected(artifacts: Sequence[Artifact]) -> tuple[ExpectedArtifact, ...]:

@@ -12,12 +12,15 @@ its answer (:data:`ShardAnswer`) is what the job's next step reduces
 from __future__ import annotations
 
 import enum
+from datetime import datetime
 from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
 from eceb_worker.corpus.outcomes import HashOutcome
 from eceb_worker.corpus.planning import RehashShard
+from eceb_worker.corpus.registration import HashRange, ListingShard, ListingTally, PathProblem, Piece
+from eceb_worker.corpus.rules import RulesFile
 from eceb_worker.corpus.storage import StorageSpec
 from eceb_worker.corpus.verification import ExpectedArtifact, ShardVerification
 from eceb_worker.errors import ErrorKind
@@ -34,14 +37,19 @@ __all__ = [
     "EvaluateAnswer",
     "EvaluateTask",
     "HashAnswer",
+    "HashRangeAnswer",
+    "HashRangeTask",
     "HashTask",
     "JobInputs",
     "JobKind",
     "JobMessage",
+    "ListAnswer",
+    "ListTask",
     "MakeAnswer",
     "MakeTask",
     "MakingOptions",
     "RehashAnswer",
+    "RegistrationOptions",
     "RehashTask",
     "ShardAnswer",
     "ShardFailed",
@@ -70,6 +78,8 @@ class Stage(enum.Enum):
 
     HASH = "hash"
     """Hash the files of a corpus being registered (ECEB-0.1 §5)."""
+    LIST = "list"
+    """List a key range of a corpus being registered on a cluster, and classify its files."""
     REHASH = "rehash"
     """Re-hash a registry's artifacts against their digests (§5)."""
     EVALUATE = "evaluate"
@@ -85,6 +95,7 @@ class Stage(enum.Enum):
             "rehash": "re-hash shard",
             "evaluate": "evaluation shard",
             "make": "execution shard",
+            "list": "listing shard",
         }[self.value]
 
 
@@ -97,6 +108,8 @@ class JobKind(enum.Enum):
     """An evaluation report (``eceb evaluate``, ``eceb-dist submit``)."""
     MAKE = "make"
     """A made run, its transcripts and judgments (``eceb-dist run``)."""
+    REGISTER = "register"
+    """A corpus registry (``eceb-dist register``)."""
 
 
 class JobInputs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -166,6 +179,44 @@ class MakingOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     executions: Count = 0
 
 
+class RegistrationOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a registration's job (``eceb-dist register``) carries besides
+    its corpus and output.
+
+    Fields:
+        rules: the rules file, as the submitter read and checked it.
+        rules_name: how problems name the rules file (its path as given).
+        listing_shards: listing shards planned (set by the first step).
+        hash_shards: hash shards planned (set once the listing is reduced).
+        artifact_count: the files the listing classified, each an
+            artifact once hashed (set with ``hash_shards``).
+        previous: an incremental registration's previous registry (``""``:
+            every object is hashed).
+        previous_listing: its listing snapshot, when one is beside it and
+            bound to it (set by the first step; ``""``: not used).
+        previous_etags: the versions of both, as the first step read them.
+        settled: a local file's status-change time before which its
+            snapshot entry may be reused (ns since the epoch;
+            :func:`~eceb_worker.corpus.incremental.settled_before`).
+        listed_at: when the listing started (set by the first step): the
+            new snapshot's ``listed_at``.
+        listing_partials: the listing shards' partials, in shard order (set
+            with ``hash_shards``): the new snapshot is merged from them.
+    """
+
+    rules: RulesFile
+    rules_name: str
+    listing_shards: Count = 0
+    hash_shards: Count = 0
+    artifact_count: Count = 0
+    previous: str = ""
+    previous_listing: str = ""
+    previous_etags: tuple[tuple[str, str], ...] = ()
+    settled: int = 0
+    listed_at: datetime | None = None
+    listing_partials: tuple[str, ...] = ()
+
+
 class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A job: what it was asked to do, and (after its first step) the
     registry it checked.
@@ -183,6 +234,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         evaluation: an evaluation's options (the defaults for a verification).
         registry: the registry checked, set by the first step.
         making: a made run's options (``None`` for any other job).
+        registration: a registration's options (``None`` for any other job).
     """
 
     version: int = JOB_MESSAGE_VERSION
@@ -195,6 +247,7 @@ class JobMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     evaluation: EvaluationOptions = EvaluationOptions()
     registry: CheckedRegistry | None = None
     making: MakingOptions | None = None
+    registration: RegistrationOptions | None = None
 
 
 class RehashTask(msgspec.Struct, frozen=True, kw_only=True, tag="rehash", forbid_unknown_fields=True):
@@ -313,7 +366,48 @@ class MakeTask(msgspec.Struct, frozen=True, kw_only=True, tag="make", forbid_unk
     corpus_root: str
 
 
-ShardTask = RehashTask | EvaluateTask | HashTask | MakeTask
+class ListTask(msgspec.Struct, frozen=True, kw_only=True, tag="list", forbid_unknown_fields=True):
+    """List one key range of a corpus being registered, check and classify
+    its files, and write them as a partial beside the registry
+    (:func:`~eceb_worker.pipeline.register_job.list_shard`).
+
+    Fields:
+        job_id: the cluster job it belongs to.
+        corpus: where the corpus is (``s3://bucket/prefix``).
+        out: where the registry goes: the partial is written beside it.
+        shard: its key range.
+        registration: the job's rules.
+        shard_bytes: the hash work per shard, in byte-equivalents (the
+            partial's pieces are an eighth of it).
+    """
+
+    job_id: str
+    corpus: StorageSpec
+    out: str
+    shard: ListingShard
+    registration: RegistrationOptions
+    shard_bytes: Positive
+
+
+class HashRangeTask(msgspec.Struct, frozen=True, kw_only=True, tag="hash_range", forbid_unknown_fields=True):
+    """Hash a range of a listing partial's files (registering a corpus on
+    a cluster) and write their registry lines as a partial
+    (:func:`~eceb_worker.pipeline.register_job.hash_shard`).
+
+    Fields:
+        job_id: the cluster job it belongs to.
+        corpus: where the corpus is.
+        out: where the registry goes: the partial is written beside it.
+        range: the rows it hashes.
+    """
+
+    job_id: str
+    corpus: StorageSpec
+    out: str
+    range: HashRange
+
+
+ShardTask = RehashTask | EvaluateTask | HashTask | MakeTask | ListTask | HashRangeTask
 """What an executor runs: one shard of a map step."""
 
 
@@ -376,13 +470,66 @@ class MakeAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="make"):
     spent_micro_usd: Count = 0
 
 
-ShardAnswer = RehashAnswer | EvaluateAnswer | HashAnswer | MakeAnswer | ShardFailed
+class ListAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="list"):
+    """What a listing shard found.
+
+    Fields:
+        index: the shard.
+        partial: where its rows are (``s3://``; ``""`` when it has none).
+        listed: the objects it listed (folder markers left out).
+        rows: the files it classified (its partial's lines).
+        size_bytes: their listed sizes.
+        pieces: its partial cut in pieces, in order (the hash plan's units).
+        tally: the problems it found (bounded).
+    """
+
+    index: Count
+    partial: str = ""
+    listed: Count = 0
+    rows: Count = 0
+    size_bytes: Count = 0
+    pieces: tuple[Piece, ...] = ()
+    tally: ListingTally = ListingTally()
+
+
+class HashRangeAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="hash_range"):
+    """What a hash shard registered.
+
+    Fields:
+        index: the shard.
+        listing: the listing shard whose rows it hashed.
+        partial: where its registry lines are (``s3://``; ``""`` for none).
+        artifacts: its registry lines; ``size_bytes``: their sizes.
+        bytes_hashed: the bytes it read (a reused digest reads none).
+        problems: its first files that could not be read, by path (at most
+            :data:`~eceb_worker.corpus.registration.LISTED_PROBLEMS`);
+            ``problem_count``: all of them.
+        reused: its artifacts whose digest was taken from the previous
+            registry (an incremental registration: their objects not read).
+    """
+
+    index: Count
+    listing: Count
+    partial: str = ""
+    artifacts: Count = 0
+    size_bytes: Count = 0
+    bytes_hashed: Count = 0
+    problems: tuple[PathProblem, ...] = ()
+    problem_count: Count = 0
+    reused: Count = 0
+
+
+ShardAnswer = RehashAnswer | EvaluateAnswer | HashAnswer | MakeAnswer | ListAnswer | HashRangeAnswer | ShardFailed
 """What a shard task answers."""
 
 
 def shard_index(task: ShardTask) -> int:
     """The task's position in its plan."""
-    return task.index if isinstance(task, (HashTask, MakeTask)) else task.shard.index
+    if isinstance(task, (HashTask, MakeTask)):
+        return task.index
+    if isinstance(task, HashRangeTask):
+        return task.range.index
+    return task.shard.index
 
 
 def stage_of(task: ShardTask) -> Stage:
@@ -393,6 +540,8 @@ def stage_of(task: ShardTask) -> Stage:
         return Stage.EVALUATE
     if isinstance(task, MakeTask):
         return Stage.MAKE
+    if isinstance(task, ListTask):
+        return Stage.LIST
     return Stage.HASH
 
 
@@ -439,7 +588,9 @@ def shard_task(message: object) -> ShardTask:
     return task
 
 
-Routed = TypeVar("Routed", bound=JobMessage | RehashTask | EvaluateTask | HashTask | MakeTask)
+Routed = TypeVar(
+    "Routed", bound=JobMessage | RehashTask | EvaluateTask | HashTask | MakeTask | ListTask | HashRangeTask
+)
 
 
 def with_endpoint(message: Routed, endpoint_url: str | None) -> Routed:

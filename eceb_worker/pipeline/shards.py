@@ -29,8 +29,10 @@ from eceb_worker.pipeline.messages import (
     EvaluateAnswer,
     EvaluateTask,
     HashAnswer,
+    HashRangeTask,
     HashTask,
     JobInputs,
+    ListTask,
     MakeTask,
     MakingOptions,
     RehashAnswer,
@@ -286,7 +288,25 @@ class Workspace:
             return self._evaluate(task)
         if isinstance(task, MakeTask):
             return self._make(task)
+        if isinstance(task, ListTask):
+            return self._list(task)
+        if isinstance(task, HashRangeTask):
+            return self._hash_range(task)
         return self._hash(task)
+
+    def _list(self, task: ListTask) -> ShardAnswer:
+        from eceb_worker.pipeline.register_job import list_shard, previous_reuse
+
+        registration = task.registration
+        locator = self.locator(task.corpus.endpoint_url, registration.previous_etags)
+        reuse = previous_reuse(registration, lambda where: locator.locate(where).chunks())
+        return list_shard(task, self._store(task.corpus.endpoint_url).client, reuse=reuse)
+
+    def _hash_range(self, task: HashRangeTask) -> ShardAnswer:
+        from eceb_worker.pipeline.register_job import hash_shard
+
+        store = self._store(task.corpus.endpoint_url)
+        return hash_shard(task, shared_storage(task.corpus), store.client, read_range=store.get_range)
 
     def _make(self, task: MakeTask) -> ShardAnswer:
         from eceb_worker.pipeline.making.shards import make_shard

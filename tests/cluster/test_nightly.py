@@ -22,8 +22,19 @@ still compares with the baseline and fails again; once that night is
 accepted (``eceb-dist nightly-accept``), the next compares with it (exit
 0); a night whose job fails exits with the job's code and changes nothing.
 
-The command line's own checks (what to evaluate, the stop's amount) are
-tested in this process.
+The CronJob registering tonight's corpus first (``NIGHTLY_RULES`` set; the
+other nights leave it empty, the default): night one registers the corpus
+its benchmark pins and uses the benchmark as it is; between the nights one
+file is edited and one added, and night two prints what changed (both
+artifacts, and the task whose evidence moved), makes and evaluates its run
+with the benchmark pinned to tonight's registry, compares across the
+corpus change and keeps tonight's registry; a night whose corpus lost a
+required artifact ends with exit 3 before any call. The registration is
+full every night (``eceb-dist register`` takes no previous registry).
+
+The command line's own checks (what to evaluate, the stop's amount, what
+registers the corpus) and the re-pinned benchmark are tested in this
+process.
 """
 
 from __future__ import annotations
@@ -39,14 +50,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from eceb_cli import exit_codes
 from eceb_cli.dist import main as dist_main
 from eceb_cli.nightly import usd_to_micro
+from eceb_cli.nightly_corpus import repinned_benchmark
 from eceb_worker.core.arithmetic import SAFE_INTEGER_MAX
 from eceb_worker.core.digests import digest_bytes
+from eceb_worker.families.eceb.benchmark import Benchmark, RegistryReference, task_root
 from tests.support.dist_support import SEED, dist, embedded_report, upload_seed
 from tests.support.k8s import command_line, container, deployment_worker, find, pod_spec, render, runnable
 from tests.support.loopback_provider import LoopbackProvider, running_loopback_provider
@@ -153,6 +167,7 @@ def _night(
         "NIGHTLY_BENCHMARK": f"s3://{bucket}/seed/benchmark.json",
         "NIGHTLY_RUN": f"s3://{bucket}/{run}/run.json",
         "NIGHTLY_CORPUS": f"s3://{bucket}/{corpus}/corpus",
+        "NIGHTLY_RULES": "",
         "NIGHTLY_REPORTS": f"s3://{bucket}/nightly/",
     }
     return _run_night(cronjob, redis, s3, _fixed_run(command_line(container(cronjob, "nightly"))), values)
@@ -435,13 +450,18 @@ def _made_night(
     *,
     reports: str,
     stop: str = "5",
+    inputs: str = "tiny",
+    rules: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """One night as the CronJob runs it: make tonight's run with ``root/profile.json``, evaluate it, compare."""
+    """One night as the CronJob runs it: make tonight's run with
+    ``root/profile.json`` of the benchmark and corpus under ``inputs/``,
+    evaluate it, compare; with ``rules``, register tonight's corpus first."""
     values = {
-        "NIGHTLY_BENCHMARK": f"s3://{bucket}/tiny/benchmark.json",
+        "NIGHTLY_BENCHMARK": f"s3://{bucket}/{inputs}/benchmark.json",
         "NIGHTLY_PROFILE": str(root / "profile.json"),
         "NIGHTLY_SPEND_STOP_USD": stop,
-        "NIGHTLY_CORPUS": f"s3://{bucket}/tiny/corpus",
+        "NIGHTLY_CORPUS": f"s3://{bucket}/{inputs}/corpus",
+        "NIGHTLY_RULES": rules,
         "NIGHTLY_REPORTS": f"s3://{bucket}/{reports}/",
     }
     return _run_night(cronjob, redis, s3, command_line(container(cronjob, "nightly")), values)
@@ -573,6 +593,193 @@ def test_a_spending_stop_below_the_first_call_makes_nothing_and_evaluates_nothin
     assert _object(s3_server, bucket, "stopped/baseline.json") == baseline
 
 
+# -- Nights that register tonight's corpus first (--register-rules) -------------------
+
+RULES = """schema = "symgliph.eceb/rules-v0.1"
+
+[[rule]]
+glob = "runbook/**"
+kind = "runbook"
+classification = "internal"
+
+[[rule]]
+glob = "rfc/**"
+kind = "rfc"
+classification = "public"
+
+[[rule]]
+glob = "policy/**"
+kind = "policy"
+classification = "restricted"
+
+[[rule]]
+glob = "chat/**"
+kind = "chat"
+classification = "internal"
+"""
+"""The rules that register the small benchmark's corpus as its own registry holds it."""
+
+EDITED = "rfc/raft.md"
+"""The artifact edited between the nights (its length kept: the same tokens, another digest)."""
+ADDED = "policy/keys.md"
+"""The artifact added between the nights (restricted: no task may see it)."""
+REGISTRATION = re.compile(
+    r"tonight's corpus: registered (\d+) artifacts \((\d+) bytes\) from (\S+)(?: \(hashed (\d+), took the digests "
+    r"of (\d+) from the previous registry\))?; corpus root ([0-9a-f]{64}); "
+    r"registry (\S+)"
+)
+
+
+@pytest.fixture
+def registered_inputs(s3_server: S3Server, bucket: str, tmp_path: Path) -> Path:
+    """The small benchmark of ``tests/support/making.py`` under ``registered/``
+    (its benchmark and registry, and its corpus, which the test changes), the
+    same on disk where the example context system reads it, and the rules
+    file that registers it (``rules.toml``)."""
+    root = tmp_path / "registered"
+    write_corpus(root)
+    write_benchmark(root, repetitions=1)
+    client = s3_server.client()
+    for name in ("benchmark.json", "registry.jsonl"):
+        client.put_object(Bucket=bucket, Key=f"registered/{name}", Body=(root / name).read_bytes())
+    s3_server.upload_tree(root / "corpus", bucket, "registered/corpus", threads=4)
+    (root / "provider").mkdir()
+    (root / "provider" / "api-key").write_text(f"{KEY}\n", encoding="utf-8")
+    (root / "rules.toml").write_text(RULES, encoding="utf-8")
+    return root
+
+
+def _registered(result: subprocess.CompletedProcess[str]) -> tuple[str, re.Match[str]]:
+    """A night's registration job id (stdout's first line) and what it registered."""
+    lines = result.stdout.splitlines()
+    assert JOB_ID.fullmatch(lines[0]), result.stdout
+    found = REGISTRATION.fullmatch(lines[1])
+    assert found is not None, result.stdout
+    return lines[0], found
+
+
+def _registered_night(
+    cronjob: dict[str, Any], redis: RedisServer, s3: S3Server, bucket: str, root: Path
+) -> subprocess.CompletedProcess[str]:
+    """One night under ``registered-nightly/``, registering the corpus under ``registered/`` first."""
+    rules = str(root / "rules.toml")
+    return _made_night(cronjob, redis, s3, bucket, root, reports="registered-nightly", inputs="registered", rules=rules)
+
+
+def test_two_nights_registering_tonights_corpus_first(
+    redis_server: RedisServer,
+    s3_server: S3Server,
+    making_workers: list[str],
+    bucket: str,
+    registered_inputs: Path,
+    provider: LoopbackProvider,
+    cronjob: dict[str, Any],
+) -> None:
+    """Night one registers the corpus (in full: no registry of a previous
+    night), finds it is the one the benchmark pins and evaluates the
+    benchmark as it is. Between the nights one file is edited and one added;
+    night two registers again, prints what changed (the artifacts and the
+    task whose evidence moved), makes and evaluates its run with the
+    benchmark pinned to tonight's registry, compares across the corpus
+    change and keeps tonight's registry for the next night. A night whose
+    corpus lost a task's required artifact fails the re-pinned benchmark's
+    checks (exit 3) before any call, and keeps the last registry."""
+    del making_workers
+    root = registered_inputs
+    prefix = f"s3://{bucket}/registered-nightly"
+    benchmark = f"s3://{bucket}/registered/benchmark.json"
+    kept = f"{prefix}/registry.jsonl"
+    _profile(root, provider)
+    pinned = json.loads((root / "benchmark.json").read_text(encoding="utf-8"))["registry"]["corpus_root"]
+
+    # Night one: the corpus as the benchmark's registry holds it; the benchmark is used as it is.
+    first = _registered_night(cronjob, redis_server, s3_server, bucket, root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    registration, registered = _registered(first)
+    count, _, source, _, _, root_one, registry_one = registered.groups()
+    assert (int(count), source, root_one) == (5, f"s3://{bucket}/registered/corpus", pinned)
+    assert registry_one == f"{prefix}/registries/{registration}.jsonl"
+    assert f"waiting for job {registration} (registering tonight's corpus)" in first.stderr
+    own = f"s3://{bucket}/registered/registry.jsonl"
+    assert f"no registry of a previous night: tonight's compared with the benchmark's, {own}" in first.stdout
+    assert (
+        f"changes since {own}: no difference: 5 artifacts unchanged; corpus root unchanged; "
+        "benchmark corpus root still holds, 0 of 2 tasks affected"
+    ) in first.stdout
+    assert f"tonight's corpus root is the one {benchmark} pins: the benchmark is used as it is" in first.stdout
+    assert f"{kept} now holds tonight's registry (job {registration})" in first.stdout
+    assert _object(s3_server, bucket, "registered-nightly/registry.jsonl") == (root / "registry.jsonl").read_bytes()
+    assert (
+        _object(s3_server, bucket, f"registered-nightly/registries/{registration}.jsonl")
+        == (root / "registry.jsonl").read_bytes()
+    )
+    night_one = json.loads(_object(s3_server, bucket, "registered-nightly/baseline.json"))
+    assert night_one["inputs"]["corpus_root"] == pinned
+
+    # Between the nights: one file edited (in the bucket and where the context system reads it), one added.
+    edited = (root / "corpus" / EDITED).read_bytes().replace(b"randomized", b"randomised")
+    (root / "corpus" / EDITED).write_bytes(edited)
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key=f"registered/corpus/{EDITED}", Body=edited)
+    client.put_object(Bucket=bucket, Key=f"registered/corpus/{ADDED}", Body=b"# Keys\nRotate every key yearly.\n")
+
+    # Night two: registered again, the changes named, the benchmark pinned to tonight's corpus root.
+    provider.reset()
+    second = _registered_night(cronjob, redis_server, s3_server, bucket, root)
+    assert second.returncode == 0, second.stdout + second.stderr
+    registration_two, registered_two = _registered(second)
+    count, _, _, hashed, reused, root_two, registry_two = registered_two.groups()
+    assert (hashed, reused) == ("2", "4"), second.stdout  # incremental: the edited and the added file read
+    assert int(count) == 6 and root_two != pinned
+    assert registry_two == f"{prefix}/registries/{registration_two}.jsonl"
+    assert f"waiting for job {registration_two} (registering tonight's corpus)" in second.stderr
+    assert (
+        f"changes since {kept}: 1 added, 0 removed, 1 changed, 4 unchanged; corpus root changed; "
+        "benchmark corpus root no longer holds, 1 of 2 tasks affected"
+    ) in second.stdout
+    assert f"  + {ADDED} (policy, restricted, 32 bytes)" in second.stdout
+    assert re.search(
+        rf"^  ~ {EDITED}: source_digest [0-9a-f]{{16}}\.\.\. -> [0-9a-f]{{16}}\.\.\.$", second.stdout, re.M
+    )
+    assert re.search(rf"^  task raft-election: required {EDITED} changed \(source_digest ", second.stdout, re.M)
+    repinned_url = f"{prefix}/registries/{registration_two}.benchmark.json"
+    assert f"tonight's benchmark: {repinned_url} ({benchmark} pinned to corpus root {root_two})" in second.stdout
+    repinned = msgspec.json.decode(
+        _object(s3_server, bucket, repinned_url.removeprefix(f"s3://{bucket}/")), type=Benchmark
+    )
+    original = msgspec.json.decode((root / "benchmark.json").read_bytes(), type=Benchmark)
+    assert repinned.registry == RegistryReference(path=f"{registration_two}.jsonl", corpus_root=root_two)
+    assert msgspec.structs.replace(repinned, registry=original.registry) == original
+    # The run was made and evaluated against tonight's corpus, and compared across the change.
+    lines = second.stdout.splitlines()
+    making = next(line for line in lines if JOB_ID.fullmatch(line) and line != registration_two)
+    run = json.loads(_object(s3_server, bucket, f"registered-nightly/runs/{making}.json"))
+    assert run["corpus_root"] == root_two
+    assert provider.stats()["answered"] > 0
+    assert f"the corpus changed since that report (corpus root {pinned} -> {root_two})" in second.stdout
+    assert "no regression" in second.stdout
+    latest = json.loads(_object(s3_server, bucket, "registered-nightly/latest.json"))
+    assert latest["inputs"]["corpus_root"] == root_two
+    assert latest["inputs"]["task_root"] == night_one["inputs"]["task_root"]
+    assert f"{kept} now holds tonight's registry (job {registration_two})" in second.stdout
+    assert _object(s3_server, bucket, "registered-nightly/registry.jsonl") == _object(
+        s3_server, bucket, f"registered-nightly/registries/{registration_two}.jsonl"
+    )
+
+    # Night three: a task's required artifact is gone: the re-pinned benchmark fails its checks, nothing is sent.
+    client.delete_object(Bucket=bucket, Key=f"registered/corpus/{EDITED}")
+    provider.reset()
+    kept_before = _object(s3_server, bucket, "registered-nightly/registry.jsonl")
+    third = _registered_night(cronjob, redis_server, s3_server, bucket, root)
+    assert third.returncode == exit_codes.BAD_INPUT, third.stdout + third.stderr
+    assert f"  - {EDITED} (rfc, public, " in third.stdout
+    assert f"  task raft-election: required {EDITED} removed" in third.stdout
+    assert "tasks[1] (raft-election): field 'required_artifacts': 'rfc/raft.md' is not in the registry" in third.stderr
+    assert provider.stats()["total"] == 0
+    assert "now holds" not in third.stdout
+    assert _object(s3_server, bucket, "registered-nightly/registry.jsonl") == kept_before
+
+
 # -- The command line's own checks ---------------------------------------------------
 
 
@@ -639,3 +846,39 @@ def test_what_to_evaluate_and_the_stop_are_checked_first(tmp_path: Path, words: 
     )
     assert result.exit_code == exit_codes.USAGE, result.output
     assert message in " ".join(result.output.split())
+
+
+def test_what_registers_tonights_corpus_is_checked_before_anything_is_reached(tmp_path: Path) -> None:
+    """A corpus that is not in object storage is a usage error (exit 2), a
+    rules file that cannot be read bad input (exit 3, naming it), before
+    the broker or the storage is reached; an empty --register-rules
+    registers nothing (the CronJob's default)."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES, encoding="utf-8")
+
+    def night(corpus: str, rules_path: str) -> Any:
+        words = ["nightly", "s3://b/benchmark.json", "s3://b/run.json", "--corpus", corpus]
+        words += ["--register-rules", rules_path, "--reports", "s3://b/nightly/"]
+        env = {"ECEB_BROKER_URL": "redis://127.0.0.1:1/0", "ECEB_S3_ENDPOINT_URL": "http://127.0.0.1:1"}
+        return CliRunner().invoke(dist_main, words, env=env)
+
+    local = night(str(tmp_path), str(rules))
+    assert local.exit_code == exit_codes.USAGE, local.output
+    assert "--corpus must then be an s3://bucket/prefix URL" in " ".join(local.output.split())
+    missing = night("s3://b/corpus", str(tmp_path / "no-such-rules.toml"))
+    assert missing.exit_code == exit_codes.BAD_INPUT, missing.output
+    assert "no-such-rules.toml" in missing.output
+    # Empty: no registration; the night goes on to reach the storage (unreachable here: exit 5).
+    unregistered = night("s3://b/corpus", "")
+    assert unregistered.exit_code == exit_codes.STORAGE, unregistered.output
+
+
+def test_a_benchmark_pinned_to_tonights_registry_keeps_its_tasks() -> None:
+    data = (SEED / "benchmark.json").read_bytes()
+    pinned = repinned_benchmark(data, "benchmark.json", registry_path="night.jsonl", corpus_root="a" * 64)
+    original = msgspec.json.decode(data, type=Benchmark)
+    repinned = msgspec.json.decode(pinned, type=Benchmark)
+    assert repinned.registry == RegistryReference(path="night.jsonl", corpus_root="a" * 64)
+    assert msgspec.structs.replace(repinned, registry=original.registry) == original
+    assert task_root(repinned.tasks) == task_root(original.tasks)
+    assert pinned.endswith(b"}\n") and pinned.count(b"\n") == 1

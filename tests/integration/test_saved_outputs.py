@@ -84,6 +84,7 @@ def _help_cases() -> list[Case]:
         (),
         ("compare",),
         ("corpus",),
+        ("corpus", "diff"),
         ("corpus", "register"),
         ("corpus", "root"),
         ("corpus", "verify"),
@@ -108,6 +109,7 @@ def _help_cases() -> list[Case]:
                 "nightly",
                 "nightly-accept",
                 "probe",
+                "register",
                 "result",
                 "run",
                 "status",
@@ -259,6 +261,11 @@ CASES: list[Case] = [
         "corpus-verify-missing-source", ("corpus", "verify", f"{SEED}/registry.jsonl", "--source", "{ws}/absent-corpus")
     ),
     Case("corpus-verify-bad-registry", ("corpus", "verify", "{ws}/bad/syntax.json", "--source", _CORPUS)),
+    Case(
+        "corpus-diff-same",
+        ("corpus", "diff", f"{SEED}/registry.jsonl", f"{SEED}/registry.jsonl", "--benchmark", _BENCH),
+    ),
+    Case("corpus-diff-bad-registry", ("corpus", "diff", f"{SEED}/registry.jsonl", "{ws}/bad/syntax.json")),
     # publish
     Case(
         "publish",

@@ -37,6 +37,7 @@ def test_every_command_reaching_the_cluster_has_the_options() -> None:
         "jobs",
         "nightly",
         "probe",
+        "register",
         "result",
         "run",
         "status",
