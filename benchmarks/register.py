@@ -6,7 +6,7 @@ Usage::
     python benchmarks/register.py [--objects 100000] [--prefixes 300] [--object-bytes 4096]
         [--changed-permille 10] [--local-workers 1] [--rounds 1] [--listed 10000000]
         [--only full,incremental,coordinator] [--upload backend|threads] [--coordinator-upload moto|none]
-        [--data-dir DIR] [--json PATH]
+        [--data-dir DIR] [--json PATH] [--keep]
 
     python benchmarks/register.py                                   # about 30 minutes on 2 cores
     python benchmarks/register.py --objects 3000 --listed 200000     # a smoke run: about two minutes
@@ -111,6 +111,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,15 +199,15 @@ def serve_moto(params: dict[str, Any]) -> None:
     prints ``{"port", "seeded_s"}`` once it answers, and serves until its
     standard input closes."""
     from moto.backends import get_backend
-    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
     server.start()
     port = server.get_host_and_port()[1]
     backend = get_backend("s3")[DEFAULT_ACCOUNT_ID]["aws"]
-    for bucket in (CORPUS_BUCKET, OUT_BUCKET):
-        backend.create_bucket(bucket, REGION)
+    for name in (CORPUS_BUCKET, OUT_BUCKET):
+        backend.create_bucket(name, REGION)
     corpus = Corpus(**params["corpus"])
     started = time.perf_counter()
     if params["seed"]:
@@ -481,7 +482,8 @@ def run_dist(context: Context, name: str, *, previous: str | None = None) -> Sam
         if field_name.encode() in record
     }
     log(f"[{name}] {seconds:.1f} s, {counts}")
-    return Sample(name, seconds, cpu, _digest(data), phases=phases, counts=counts, load=(load, os.getloadavg()[0]))
+    load_range = (load, os.getloadavg()[0])
+    return Sample(name, seconds, cpu, _digest(data), phases=phases, counts=counts, load=load_range, out=out)
 
 
 def consuming(app: Any, worker: str, *, on: bool) -> None:
@@ -575,6 +577,8 @@ def incremental_section(
     if found["dist_previous"]:
         consuming(cluster.app, workers[1].names[0], on=True)
         previous_dist = full["two_workers"][0].out if full else run_dist(context, "dist-before").out
+        if not previous_dist:
+            raise RuntimeError("no registry of eceb-dist register to take as --previous")
     log(f"[incremental] rewriting {len(changed):,} objects with other bytes (HTTP PUTs) ...")
     found["rewrite_s"] = put_objects(context.moto.endpoint, context.corpus, changed, generation=1)
     found["changed"] = len(changed)
@@ -705,31 +709,58 @@ def _digest_of(index: int) -> str:
     return f"{(index * 0x9E3779B97F4A7C15 + 0x632BE5AB) % (1 << 256):064x}"
 
 
+def listed_rows(listed: Listed, indices: range) -> bytes:
+    """A listing shard's partial: its rows' lines, made a block at a time
+    and joined, as a GET's body is read in chunks and joined."""
+    from eceb_worker.corpus.registration import ListedRow, encode_rows
+
+    modified = datetime(2026, 1, 1, tzinfo=UTC)
+    chunks: list[bytes] = []
+    for start in range(indices.start, indices.stop, 10_000):
+        rows = [
+            ListedRow(
+                path=listed.path(index),
+                size_bytes=listed.object_bytes,
+                kind="code",
+                classification="internal",
+                etag=f'"{_digest_of(index)[:32]}"',
+                last_modified=modified,
+            )
+            for index in range(start, min(start + 10_000, indices.stop))
+        ]
+        chunks.append(b"".join(encode_rows(rows)))
+    return b"".join(chunks)
+
+
 class SimulatedStore:
     """The coordinator's object store: delimiter listings from :class:`ListingClient`;
     each hash shard's partial made when it is read; the registry uploaded to
     moto (or not)."""
 
     def __init__(self, listed: Listed, rules: Any, upload_endpoint: str | None) -> None:
-        from eceb_worker.corpus.rules import classify_all
-
         self.listed = listed
         self.client = ListingClient(listed)
-        self._classify = lambda paths: classify_all(rules, paths, rules_name="rules.toml")[0]
+        self.rules = rules
         self._upload_endpoint = upload_endpoint
-        self.uploaded = 0
-        self.upload: dict[str, float] = {}
-        """When the registry was handed over: the peak RSS then (MiB), and the upload's seconds."""
+        self.uploads: list[dict[str, Any]] = []
+        """Each file handed over for upload: its name and size, the peak RSS then (MiB), the upload's seconds."""
 
     def get(self, url: str) -> tuple[bytes, str]:
-        """A hash shard's partial: the canonical lines of its artifacts."""
-        from eceb_worker.core.canonical import canonical_lines
-        from eceb_worker.corpus.artifacts import Artifact
-
+        """A partial, made from the rows its name holds (``STAGE-INDEX-x-FIRST-COUNT.jsonl``):
+        a hash shard's, the canonical lines of its artifacts; a listing shard's, its rows."""
         name = url.rsplit("/", 1)[1].removesuffix(".jsonl")
         first, count = (int(part) for part in name.split("-")[3:5])
-        indices = range(first, first + count)
-        classified = self._classify([self.listed.path(index) for index in indices])
+        if name.startswith("list-"):
+            return listed_rows(self.listed, range(first, first + count)), '"0"'
+        return self._artifacts(range(first, first + count)), '"0"'
+
+    def _artifacts(self, indices: range) -> bytes:
+        from eceb_worker.core.canonical import canonical_lines
+        from eceb_worker.corpus.artifacts import Artifact
+        from eceb_worker.corpus.rules import classify_all
+
+        paths = [self.listed.path(index) for index in indices]
+        classified = classify_all(self.rules, paths, rules_name="rules.toml")[0]
         artifacts = [
             Artifact(
                 artifact_id=item.path,
@@ -741,16 +772,18 @@ class SimulatedStore:
             )
             for index, item in zip(indices, classified, strict=True)
         ]
-        return canonical_lines(artifacts), '"0"'
+        return canonical_lines(artifacts)
 
     def put_file_atomic(self, url: str, path: Path) -> None:
-        self.uploaded = path.stat().st_size
-        self.upload = {"peak_before_mib": _status_mib("VmHWM:"), "at": time.perf_counter()}
+        upload = {"name": url.rsplit("/", 1)[1], "bytes": path.stat().st_size, "peak_before_mib": _status_mib("VmHWM:")}
+        started = time.perf_counter()
         if self._upload_endpoint is not None:
             from eceb_worker.io.objects import ObjectStore
 
             ObjectStore(self._upload_endpoint).put_file_atomic(url, path)
-        self.upload["seconds"] = time.perf_counter() - self.upload.pop("at")
+        upload["seconds"] = round(time.perf_counter() - started, 2)
+        upload["peak_after_mib"] = _status_mib("VmHWM:")
+        self.uploads.append(upload)
 
 
 def _registration_message(params: dict[str, Any]) -> Any:
@@ -812,7 +845,9 @@ def coordinator_answers(params: dict[str, Any]) -> None:
                     line = len(encode_rows([sample])[0])  # every row's line is as long (fixed-width paths)
                 cutter.add(path, listed.object_bytes, line)
             pieces = cutter.finish()
-            partial = f"{parts_prefix(message.out, message.job_id)}list-{task.shard.index:06d}.jsonl"
+            first = rows.start
+            name = f"list-{task.shard.index:06d}-x-{first:09d}-{len(rows):07d}.jsonl"
+            partial = f"{parts_prefix(message.out, message.job_id)}{name}"
             answer = ListAnswer(
                 index=task.shard.index,
                 partial=partial if pieces else "",
@@ -912,13 +947,11 @@ def coordinator_child(params: dict[str, Any]) -> None:
     if registered.artifact_count != listed.objects:
         raise RuntimeError(f"the merge made {registered.artifact_count} artifacts of {listed.objects}")
     where = "uploaded to moto" if params["upload"] else "not uploaded"
-    stage(
-        f"eceb.register_finish: {len(answers):,} partials merged into {registered.artifact_count:,} lines "
-        f"({store.uploaded / 1e9:.2f} GB), {where}"
-    )
+    written = " and ".join(f"{item['name']} ({item['bytes'] / 1e9:.2f} GB)" for item in store.uploads)
+    stage(f"eceb.register_finish: {len(answers):,} partials merged into {written}, {where}")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    upload = {key: round(value, 2) for key, value in store.upload.items()}
-    print(json.dumps({"stages": stages, "upload": upload, "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1)}))
+    figures = {"stages": stages, "uploads": store.uploads, "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1)}
+    print(json.dumps(figures))
 
 
 def listing_shard_child(params: dict[str, Any]) -> None:
@@ -1129,14 +1162,13 @@ def report_incremental(found: dict[str, Any], objects: int) -> list[bool]:
 def report_coordinator(found: dict[str, Any]) -> list[bool]:
     print()
     print(f"coordinator memory, {found['listed']:,} listed objects (simulated storage; fresh process)")
-    print(f"    {'stage':<110} {'s':>7} {'RSS MiB':>8} {'peak MiB':>9}")
+    print(f"    {'stage':<118} {'s':>7} {'RSS MiB':>8} {'peak MiB':>9}")
     for item in found["stages"]:
-        print(f"    {item['stage']:<110} {item['seconds']:>7.1f} {item['rss_mib']:>8.0f} {item['peak_mib']:>9.0f}")
-    upload = found.get("upload") or {}
-    if upload:
+        print(f"    {item['stage']:<118} {item['seconds']:>7.1f} {item['rss_mib']:>8.0f} {item['peak_mib']:>9.0f}")
+    for upload in found.get("uploads") or []:
         print(
-            f"    of eceb.register_finish: the merge and the registry's digest until the upload (peak RSS then "
-            f"{upload['peak_before_mib']:.0f} MiB), the upload {upload['seconds']:.1f} s"
+            f"    of eceb.register_finish: peak RSS {upload['peak_before_mib']:.0f} MiB before {upload['name']} "
+            f"was uploaded, {upload['peak_after_mib']:.0f} MiB after ({upload['seconds']:.1f} s)"
         )
     shard = found.get("listing_shard")
     if shard:
@@ -1206,6 +1238,7 @@ def main() -> int:
     parser.add_argument("--coordinator-upload", choices=["moto", "none"], default="moto")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory (registries, logs)")
     parser.add_argument("--serve-moto", help=argparse.SUPPRESS)
     parser.add_argument("--coordinator-answers", help=argparse.SUPPRESS)
     parser.add_argument("--coordinator-child", help=argparse.SUPPRESS)
@@ -1238,8 +1271,12 @@ def run(args: argparse.Namespace, sections: list[str]) -> int:
     results: dict[str, Any] = {}
     started = time.perf_counter()
     stored = any(name in sections for name in ("full", "incremental"))
-    with tempfile.TemporaryDirectory(prefix="eceb-register-bench-", dir=args.data_dir) as name:
-        scratch = Path(name)
+    with contextlib.ExitStack() as scope:
+        scratch = Path(tempfile.mkdtemp(prefix="eceb-register-bench-", dir=args.data_dir))
+        if args.keep:
+            log(f"[scratch] {scratch} (kept: registries, logs of moto and the workers)")
+        else:
+            scope.callback(shutil.rmtree, scratch, ignore_errors=True)
         rules = scratch / "rules.toml"
         rules.write_text(RULES, encoding="utf-8")
         log(f"[moto] starting the server{' and seeding ' + format(corpus.objects, ',') + ' objects' if stored else ''}")

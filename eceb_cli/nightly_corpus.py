@@ -147,17 +147,14 @@ def registration(
             "--corpus must then be an s3://bucket/prefix URL"
         )
     job_id = uuid.uuid4().hex
-    kept = f"{prefix}/{REGISTRY}"
-    previous = kept if objects.exists(kept) else None
-    message = registration_message(
-        corpus,
-        rules_path,
-        out=f"{prefix}/{REGISTRIES}/{job_id}.jsonl",
-        endpoint_url=endpoint_url,
-        previous=previous or "",
-        job_id=job_id,
+    message = registration_message(  # the rules checked before the storage is reached
+        corpus, rules_path, out=f"{prefix}/{REGISTRIES}/{job_id}.jsonl", endpoint_url=endpoint_url, job_id=job_id
     )
-    return message, previous
+    kept = f"{prefix}/{REGISTRY}"
+    if not objects.exists(kept) or message.registration is None:
+        return message, None
+    registration = msgspec.structs.replace(message.registration, previous=kept)
+    return msgspec.structs.replace(message, registration=registration), kept
 
 
 def register_tonight(

@@ -37,6 +37,11 @@ WINDOW_S = 10.0
 PER_MINUTE = 600  # kept in windows of 10 s allowing 100 each
 PER_WINDOW = PER_MINUTE // 6
 OVERSHOOT = PER_WINDOW * 105 // 100  # the limit, and 5 % more
+LATENESS_S = 1.0
+"""How late a process may record an acquisition after the server stamped
+its entry (a busy machine deschedules it in between): the windows of
+recorded times checked are this much shorter than the limit's, so that
+each holds entries stamped within one window of the limit."""
 LEAD_S = 0.5  # from every process ready to the common start
 READY_TIMEOUT_S = 60.0
 END_TIMEOUT_S = 90.0
@@ -171,7 +176,7 @@ def test_two_processes_keep_one_request_limit_and_one_pause(redis_server: RedisS
         pauser, other = run.results()
     assert not pauser.errors and not other.errors
     both = pauser.times + other.times
-    assert most_in_a_window(both) <= OVERSHOOT
+    assert most_in_a_window(both, WINDOW_S - LATENESS_S) <= OVERSHOOT
     assert pauser.times and other.times
     # The pause holds the other process too: a pacer reads the shared pause at most 0.1 s late.
     held_from, held_to = pauser.paused_to + 0.3, pauser.paused_from + pause_s
@@ -216,7 +221,7 @@ def test_a_redis_restart_mid_way_neither_fails_nor_lifts_the_limit(tmp_path: Pat
     assert not first.errors and not second.errors
     both = first.times + second.times
     assert [t for t in both if stopped <= t < restarted] == []
-    assert most_in_a_window(both) <= OVERSHOOT
+    assert most_in_a_window(both, WINDOW_S - LATENESS_S) <= OVERSHOOT
     assert len([t for t in both if t < run.start + WINDOW_S]) <= OVERSHOOT
     assert any(t >= restarted for t in first.times) or any(t >= restarted for t in second.times)
     assert len([t for t in both if t >= restarted]) >= PER_WINDOW * 95 // 100
