@@ -17,7 +17,6 @@ import click
 from eceb_cli import exit_codes
 from eceb_cli.console import echo, progress, report_input_error
 from eceb_cli.conventions import Stopped
-from eceb_cli.corpus import print_findings
 from eceb_worker.cluster.state import Phase
 from eceb_worker.core.digests import digest_bytes
 from eceb_worker.core.figures import usd
@@ -145,6 +144,8 @@ def exit_for(job_id: str, state: JobRecord) -> None:
     if kind is ErrorKind.INPUT and state.problems is not None:
         report_input_error(InputError(list(state.problems)))
     elif kind is ErrorKind.VERIFICATION and state.verification is not None:
+        from eceb_cli.corpus import print_findings  # the corpus commands' imports, only when used
+
         print_findings(state.verification)
         echo(f"error: {state.error}", err=True)
     else:

@@ -47,12 +47,25 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its tier, the folder it lives in; run the soak
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier, the folder it lives in; deselect the
+    one-worker variant of a test marked ``two_workers``; run the soak
     first (the longest test: started last, it would leave one process
     working alone at the end of a parallel run)."""
     for item in items:
         tier = Path(str(item.fspath)).parent.name
         if tier in _TIERS:
             item.add_marker(getattr(pytest.mark, tier))
+    one_worker = [item for item in items if item.get_closest_marker("two_workers") and _on_one_worker(item)]
+    if one_worker:
+        config.hook.pytest_deselected(items=one_worker)
+        items[:] = [item for item in items if item not in one_worker]
     items.sort(key=lambda item: item.get_closest_marker("soak") is None)
+
+
+def _on_one_worker(item: pytest.Item) -> bool:
+    """Whether the test runs with a module's one-worker fixture (``workers`` or ``*_workers`` at 1)."""
+    params = getattr(item, "callspec", None)
+    if params is None:
+        return False
+    return any(name.endswith("workers") and value == 1 for name, value in params.params.items())

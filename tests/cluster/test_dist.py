@@ -100,6 +100,7 @@ def test_report_is_byte_identical_to_eceb_evaluate(
     assert [item["Key"] for item in listed["Contents"]] == [out.split("/", 3)[3]]
 
 
+@pytest.mark.two_workers
 def test_a_job_without_uncertainty_is_byte_identical_to_eceb_evaluate(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str, tmp_path: Path
 ) -> None:
@@ -118,6 +119,7 @@ def test_a_job_without_uncertainty_is_byte_identical_to_eceb_evaluate(
     assert local.read_bytes() == expected
 
 
+@pytest.mark.two_workers
 def test_tampered_corpus_fails_naming_the_artifact(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
@@ -136,6 +138,7 @@ def test_tampered_corpus_fails_naming_the_artifact(
     assert not ObjectStore(s3_server.endpoint_url).exists(out)
 
 
+@pytest.mark.two_workers
 def test_missing_input_fails_as_bad_input(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
@@ -430,6 +433,7 @@ def test_cancelled_job_ends_without_report(redis_server: RedisServer, s3_server:
     store.client.close()
 
 
+@pytest.mark.two_workers
 def test_a_corpus_in_a_missing_bucket_fails_as_storage_without_retries(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, bucket: str
 ) -> None:
@@ -479,6 +483,7 @@ def test_status_into_a_closed_pipe_keeps_its_exit_code(redis_server: RedisServer
     assert (unknown.returncode, unknown.stdout) == (exit_codes.NO_SUCH_JOB, b"")
 
 
+@pytest.mark.two_workers
 def test_restricted_text_and_secrets_reach_no_message_key_or_log(
     redis_server: RedisServer,
     s3_server: S3Server,

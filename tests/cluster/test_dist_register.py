@@ -265,6 +265,7 @@ def test_a_registry_built_on_the_cluster_is_the_one_eceb_corpus_register_writes(
         ).items()
 
 
+@pytest.mark.two_workers
 def test_files_no_rule_classifies_fail_the_job_grouped_as_eceb_corpus_register_groups_them(
     redis_server: RedisServer,
     s3_server: S3Server,
@@ -379,6 +380,7 @@ def test_what_cannot_be_registered_is_refused_before_anything_is_queued(
     assert redis_server.client(13).keys("eceb:job:*") == []
 
 
+@pytest.mark.two_workers
 def test_an_incremental_registration_reads_only_what_changed_and_writes_the_same_bytes(
     redis_server: RedisServer,
     s3_server: S3Server,

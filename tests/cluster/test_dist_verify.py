@@ -230,6 +230,7 @@ def test_s3_corpus_verifies_as_eceb_corpus_verify(
         }
 
 
+@pytest.mark.two_workers
 def test_a_verified_corpus_exits_0(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, tmp_path: Path
 ) -> None:
@@ -267,6 +268,7 @@ def rehash_task(registry: Registry, root: Path) -> RehashTask:
     )
 
 
+@pytest.mark.two_workers
 def test_pickled_message_is_refused(
     client_app: Any,
     redis_server: RedisServer,
@@ -290,6 +292,7 @@ def test_pickled_message_is_refused(
     assert not marker.exists()
 
 
+@pytest.mark.two_workers
 def test_failing_shard_fails_the_job_naming_it(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, local_corpus: tuple[Registry, Path, Path]
 ) -> None:
@@ -306,6 +309,7 @@ def test_failing_shard_fails_the_job_naming_it(
     assert "Retry in" in workers.logs()  # retried before failing
 
 
+@pytest.mark.two_workers
 def test_worker_logs_show_no_credential(redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers) -> None:
     logs = workers.logs()
     assert "ready." in logs
@@ -369,6 +373,7 @@ def test_app_configuration() -> None:
         make_app("redis://127.0.0.1:1/0", visibility_timeout=0)
 
 
+@pytest.mark.two_workers
 def test_a_report_never_overwrites_an_input(
     redis_server: RedisServer, s3_server: S3Server, s3_bucket: str, workers: CeleryWorkers, tmp_path: Path
 ) -> None:
@@ -386,6 +391,7 @@ def test_a_report_never_overwrites_an_input(
     assert client.get_object(Bucket=s3_bucket, Key="registry.jsonl")["Body"].read() == body
 
 
+@pytest.mark.two_workers
 def test_a_registry_that_is_not_a_regular_file_fails_the_job_as_bad_input(
     redis_server: RedisServer, s3_server: S3Server, workers: CeleryWorkers, tmp_path: Path
 ) -> None:

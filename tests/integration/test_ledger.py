@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from eceb_worker.errors import ExecutionRefused, InputError, OutputError
-from eceb_worker.io.paired import ledger as ledger_module
+from eceb_worker.io import sqlite_files
 from eceb_worker.io.paired.ledger import Ledger
 
 FREEZE = "f" * 64
@@ -229,7 +229,7 @@ def test_a_read_only_ledger_cannot_be_written_and_says_so(tmp_path: Path) -> Non
 def test_a_ledger_held_by_another_connection_beyond_the_busy_timeout_is_busy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ledger_module, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(sqlite_files, "BUSY_TIMEOUT_S", 0.1)  # the connection reads it there
     ledger = new_ledger(tmp_path)
     holder = sqlite3.connect(ledger.path, isolation_level=None)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -96,6 +97,8 @@ def silent_loopback_port() -> Iterator[int]:
             closed = True
             for connection in held:
                 connection.close()
+        with contextlib.suppress(OSError):  # wakes the thread blocked in accept(), which close() alone does not
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         accepting.join(timeout=5)
 
