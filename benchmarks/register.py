@@ -712,10 +712,14 @@ def _digest_of(index: int) -> str:
 def listed_rows(listed: Listed, indices: range) -> bytes:
     """A listing shard's partial: its rows' lines, made a block at a time
     and joined, as a GET's body is read in chunks and joined."""
+    return b"".join(listed_blocks(listed, indices))
+
+
+def listed_blocks(listed: Listed, indices: range) -> Iterator[bytes]:
+    """A listing shard's partial, a block of 10,000 rows' lines at a time."""
     from eceb_worker.corpus.registration import ListedRow, encode_rows
 
     modified = datetime(2026, 1, 1, tzinfo=UTC)
-    chunks: list[bytes] = []
     for start in range(indices.start, indices.stop, 10_000):
         rows = [
             ListedRow(
@@ -728,8 +732,7 @@ def listed_rows(listed: Listed, indices: range) -> bytes:
             )
             for index in range(start, min(start + 10_000, indices.stop))
         ]
-        chunks.append(b"".join(encode_rows(rows)))
-    return b"".join(chunks)
+        yield b"".join(encode_rows(rows))
 
 
 class SimulatedStore:
@@ -753,6 +756,14 @@ class SimulatedStore:
         if name.startswith("list-"):
             return listed_rows(self.listed, range(first, first + count)), '"0"'
         return self._artifacts(range(first, first + count)), '"0"'
+
+    def download(self, url: str, path: Path) -> None:
+        """A listing shard's partial (see :meth:`get`) written to ``path`` a block at a
+        time, as ``ObjectStore.download`` writes an object's stream."""
+        name = url.rsplit("/", 1)[1].removesuffix(".jsonl")
+        first, count = (int(part) for part in name.split("-")[3:5])
+        with path.open("wb") as out:
+            out.writelines(listed_blocks(self.listed, range(first, first + count)))
 
     def _artifacts(self, indices: range) -> bytes:
         from eceb_worker.core.canonical import canonical_lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+import shutil
 import uuid
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
@@ -121,6 +122,15 @@ class ObjectStore:
         except FAILURES as exc:
             raise s3_error(exc, Role.READING, url, endpoint=self.endpoint) from None
         return io.BufferedReader(_RawBody(body, url, self.endpoint), buffer_size=buffer_bytes), body.etag
+
+    def download(self, url: str, path: Path) -> None:
+        """Write the object's bytes to the local file ``path`` as they are
+        read (:meth:`open`: never held whole, a broken read resumes).
+        Raises what :meth:`open` and reading its stream raise, ``OSError``
+        when the file cannot be written."""
+        stream, _ = self.open(url)
+        with stream, path.open("wb") as out:
+            shutil.copyfileobj(stream, out, CHUNK_BYTES)
 
     def get_range(self, url: str, start: int, end: int, *, etag: str | None = None) -> bytes:
         """Bytes ``[start, end)`` of the object (one ranged GET, again when its

@@ -411,6 +411,7 @@ class Job:
             message,
             [a for a in answers if isinstance(a, HashRangeAnswer)],
             read=lambda url: store.get(url)[0],
+            download=store.download,
             upload=store.put_file_atomic,
         )
 

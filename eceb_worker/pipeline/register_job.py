@@ -388,13 +388,17 @@ def finish_registration(
     answers: Sequence[HashRangeAnswer],
     *,
     read: Callable[[str], bytes],
+    download: Callable[[str, Path], None],
     upload: Callable[[str, Path], None],
 ) -> Registered:
     """The hashing's reduce (see the module): every file that could not be
     read fails the job as bad input (the first listed, by path, as ``eceb
     corpus register`` lists them; the rest counted); else the registry is
-    merged from the partials (``read`` reads one) into a local file and
-    written to the job's output through ``upload`` (atomically). Raises
+    merged from the partials (``read`` reads a hash shard's, bounded by
+    the shard's size) into a local file and written to the job's output
+    through ``upload`` (atomically); with a listing snapshot, the listing
+    partials (a listing shard's rows, as large as its key range) are
+    streamed into local files through ``download``, never held whole. Raises
     ``ShardFailedError`` when the answers do not cover the plan or the
     partials do not make the registry planned, ``StorageError``,
     ``OutputError``."""
@@ -427,7 +431,7 @@ def finish_registration(
         digest = _digest_file(registry)
         upload(message.out, registry)
         if registration.listing_partials:
-            snapshot = _snapshot(message, root.count, digest, read, directory)
+            snapshot = _snapshot(message, root.count, digest, download, directory)
             upload(_listing_url(message.out), snapshot)
     return Registered(
         artifact_count=root.count,
@@ -446,7 +450,9 @@ def _listing_url(out: str) -> str:
     return f"{directory}/{listing_name(name)}"
 
 
-def _snapshot(message: JobMessage, count: int, digest: str, read: Callable[[str], bytes], directory: Path) -> Path:
+def _snapshot(
+    message: JobMessage, count: int, digest: str, download: Callable[[str, Path], None], directory: Path
+) -> Path:
     """The new registry's listing snapshot (bound to its bytes' BLAKE3
     ``digest``), merged from the listing partials (each a sorted run of
     rows in the registry's order) into a local file: what the next
@@ -457,7 +463,7 @@ def _snapshot(message: JobMessage, count: int, digest: str, read: Callable[[str]
     runs = []
     for position, url in enumerate(registration.listing_partials):
         run = directory / f"listed-{position:06d}.jsonl"
-        run.write_bytes(read(url))
+        download(url, run)
         runs.append(run)
 
     def rows(run: Path) -> Iterator[ListedRow]:

@@ -381,7 +381,7 @@ def test_result_refuses_a_report_replaced_or_deleted_after_the_job(
     store.client.close()
 
 
-def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: str) -> None:
+def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
     store = ObjectStore(s3_server.endpoint_url)
     url = f"s3://{bucket}/atomic/{uuid.uuid4().hex}/report.json"
     store.put_atomic(url, b"first")
@@ -395,6 +395,13 @@ def test_object_store_reads_and_writes_atomically(s3_server: S3Server, bucket: s
     with pytest.raises(OutputError, match="no such bucket"):
         store.put_atomic("s3://no-such-bucket-here/report.json", b"x")
     assert store.get(url, etag=etag)[0] == b"second"
+    large = f"s3://{bucket}/atomic/{uuid.uuid4().hex}/listing.jsonl"  # more than one chunk, streamed to a file
+    body = bytes(range(256)) * 40_000
+    store.put_atomic(large, body)
+    store.download(large, tmp_path / "listing.jsonl")
+    assert (tmp_path / "listing.jsonl").read_bytes() == body
+    with pytest.raises(InputError):
+        store.download(f"s3://{bucket}/atomic/missing.jsonl", tmp_path / "missing.jsonl")
 
 
 def test_object_sibling() -> None:
