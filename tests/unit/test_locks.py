@@ -130,7 +130,7 @@ def test_ci_the_readme_and_the_image_install_from_the_locks() -> None:
         " --corpus examples/enterprise-seed/corpus -o report.json",
         "python3 -m venv .venv && .venv/bin/pip install -q -r deploy/requirements-dev.lock"
         " && .venv/bin/pip install -q --no-deps --no-build-isolation -e ."
-        " && .venv/bin/python -m pytest -n 3",
+        " && .venv/bin/python -m pytest -n auto --maxprocesses 4",
     ]
     assert "bash deploy/lock.sh" in setup
     dockerfile = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
