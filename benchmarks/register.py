@@ -735,6 +735,13 @@ def listed_blocks(listed: Listed, indices: range) -> Iterator[bytes]:
         yield b"".join(encode_rows(rows))
 
 
+def _partial_rows(url: str) -> tuple[str, range]:
+    """A simulated partial's name (``STAGE-INDEX-x-FIRST-COUNT``) and the objects it holds."""
+    name = url.rsplit("/", 1)[1].removesuffix(".jsonl")
+    first, count = (int(part) for part in name.split("-")[3:5])
+    return name, range(first, first + count)
+
+
 class SimulatedStore:
     """The coordinator's object store: delimiter listings from :class:`ListingClient`;
     each hash shard's partial made when it is read; the registry uploaded to
@@ -751,19 +758,16 @@ class SimulatedStore:
     def get(self, url: str) -> tuple[bytes, str]:
         """A partial, made from the rows its name holds (``STAGE-INDEX-x-FIRST-COUNT.jsonl``):
         a hash shard's, the canonical lines of its artifacts; a listing shard's, its rows."""
-        name = url.rsplit("/", 1)[1].removesuffix(".jsonl")
-        first, count = (int(part) for part in name.split("-")[3:5])
+        name, indices = _partial_rows(url)
         if name.startswith("list-"):
-            return listed_rows(self.listed, range(first, first + count)), '"0"'
-        return self._artifacts(range(first, first + count)), '"0"'
+            return listed_rows(self.listed, indices), '"0"'
+        return self._artifacts(indices), '"0"'
 
     def download(self, url: str, path: Path) -> None:
         """A listing shard's partial (see :meth:`get`) written to ``path`` a block at a
         time, as ``ObjectStore.download`` writes an object's stream."""
-        name = url.rsplit("/", 1)[1].removesuffix(".jsonl")
-        first, count = (int(part) for part in name.split("-")[3:5])
         with path.open("wb") as out:
-            out.writelines(listed_blocks(self.listed, range(first, first + count)))
+            out.writelines(listed_blocks(self.listed, _partial_rows(url)[1]))
 
     def _artifacts(self, indices: range) -> bytes:
         from eceb_worker.core.canonical import canonical_lines

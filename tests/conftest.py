@@ -59,7 +59,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     one_worker = [item for item in items if item.get_closest_marker("two_workers") and _on_one_worker(item)]
     if one_worker:
         config.hook.pytest_deselected(items=one_worker)
-        items[:] = [item for item in items if item not in one_worker]
+        dropped = set(map(id, one_worker))
+        items[:] = [item for item in items if id(item) not in dropped]
     items.sort(key=lambda item: item.get_closest_marker("soak") is None)
 
 
